@@ -1,0 +1,440 @@
+"""Claude Code transcript lines -> records. Pure: no database, no network, no files.
+
+Claude Code writes one JSON object per line (see ../shared/corpus/FORMAT.md for
+what real files hold). ``parse_lines`` turns the complete lines of a byte chunk
+into ``Record`` objects (one per stored message part), ``Title`` events (session
+names) and counted skips, and says how many bytes it consumed: a line without
+its trailing newline is still being written and is left for the next call.
+
+Identity: a record's ``uuid`` is the line's ``uuid``; a line with several content
+blocks yields ``uuid``, ``uuid#1``, ``uuid#2``... so re-reading a file is
+idempotent. Assistant replies are streamed as several lines sharing
+``message.id`` (one block each); each block is its own record, and
+``message_id`` keeps them grouped.
+
+Imports stay minimal (json, re): the hook runs this on every turn.
+"""
+
+import json
+import re
+
+# Record kinds. DEFAULT_KINDS are what search covers unless asked otherwise.
+TEXT = "text"                      # typed by the person, or the assistant's prose
+TOOL_USE = "tool_use"              # "[Bash] git status"
+TOOL_RESULT = "tool_result"        # a tool's output (text only)
+THINKING = "thinking"              # assistant reasoning: stored, not searched by default
+COMPACT_SUMMARY = "compact_summary"  # the summary Claude Code writes after compaction
+COMPACT_BOUNDARY = "compact_boundary"  # marker: "the conversation was compacted here"
+COMMAND = "command"                # slash-command wrappers, local command output, ! bash input
+META = "meta"                      # isMeta lines, system reminders, IDE notes, task notifications
+INTERRUPT = "interrupt"            # "[Request interrupted by user]"
+
+KINDS = (TEXT, TOOL_USE, TOOL_RESULT, THINKING, COMPACT_SUMMARY, COMPACT_BOUNDARY, COMMAND, META, INTERRUPT)
+DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY)
+
+MAX_TOOL_RESULT_CHARS = 100_000    # tool output beyond this is cut, with a marker saying so
+MAX_TOOL_INPUT_CHARS = 2_000
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]{16,}")
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{300,}={0,2}")
+_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+_COMMAND_TAGS = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
+                 "<local-command-stderr>", "<local-command-caveat>", "<bash-input>", "<bash-stdout>",
+                 "<bash-stderr>")
+_META_TAGS = ("<system-reminder>", "<ide_opened_file>", "<ide_selection>", "<task-notification>",
+              "<user-prompt-submit-hook>", "<session-start-hook>", "Caveat: The messages below were generated")
+_INTERRUPT = "[Request interrupted by user"
+_SKIP_TYPES = {
+    "progress": "progress", "file-history-snapshot": "bookkeeping", "queue-operation": "bookkeeping",
+    "permission-mode": "bookkeeping", "last-prompt": "bookkeeping", "attachment": "attachment",
+}
+
+
+class Record:
+    """One stored message part (a text, a tool call, a tool result, ...)."""
+
+    __slots__ = ("uuid", "session_id", "role", "kind", "text", "timestamp", "cwd", "git_branch",
+                 "is_sidechain", "agent_id", "parent_session_id", "message_id", "slug")
+
+    def __init__(self, uuid, session_id, role, kind, text, timestamp=None, cwd=None, git_branch=None,
+                 is_sidechain=False, agent_id=None, parent_session_id=None, message_id=None, slug=None):
+        self.uuid, self.session_id, self.role, self.kind, self.text = uuid, session_id, role, kind, text
+        self.timestamp, self.cwd, self.git_branch = timestamp, cwd, git_branch
+        self.is_sidechain, self.agent_id, self.parent_session_id = is_sidechain, agent_id, parent_session_id
+        self.message_id, self.slug = message_id, slug
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __repr__(self):
+        return f"Record({self.session_id!r}, {self.role}/{self.kind}, {self.text[:40]!r})"
+
+
+class Title:
+    """A session name seen in the transcript.
+
+    ``source`` is ``custom`` (``/rename``; last one wins), ``agent_name``, or
+    ``summary`` (only a title when ``leaf_uuid`` is a message of the same file,
+    which the store checks).
+    """
+
+    __slots__ = ("source", "session_id", "value", "leaf_uuid")
+
+    def __init__(self, source, session_id, value, leaf_uuid=None):
+        self.source, self.session_id, self.value, self.leaf_uuid = source, session_id, value, leaf_uuid
+
+    def __repr__(self):
+        return f"Title({self.source}, {self.session_id!r}, {self.value!r})"
+
+
+class FileContext:
+    """What the parser knows about the file the lines come from.
+
+    ``agent_id`` is set for subagent transcripts (from the file name
+    ``agent-<id>.jsonl``); their records become their own conversation,
+    ``<parent session>:agent-<id>``, linked to the parent. ``warmup`` is decided
+    by the file's first user line and must be carried across incremental calls.
+    """
+
+    __slots__ = ("fallback_session_id", "agent_id", "warmup")
+
+    def __init__(self, fallback_session_id=None, agent_id=None, warmup=None):
+        self.fallback_session_id, self.agent_id, self.warmup = fallback_session_id, agent_id, warmup
+
+    @classmethod
+    def for_path(cls, path):
+        name = path.replace("\\", "/").rsplit("/", 1)[-1]
+        stem = name[:-6] if name.endswith(".jsonl") else name
+        if stem.startswith("agent-"):
+            return cls(fallback_session_id=None, agent_id=stem[6:])
+        return cls(fallback_session_id=stem)
+
+
+class ParseResult:
+    __slots__ = ("records", "titles", "skipped", "consumed", "lines")
+
+    def __init__(self):
+        self.records, self.titles, self.skipped = [], [], {}
+        self.consumed = 0
+        self.lines = 0
+
+    def skip(self, reason):
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def subagent_session_id(parent_session_id, agent_id):
+    return f"{parent_session_id}:agent-{agent_id}"
+
+
+def clean_text(text):
+    """Drop what must not reach the index: NULs, ANSI escapes, base64 blobs."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if len(text) >= 300 or "base64," in text:
+        text = _DATA_URI.sub("[base64 data omitted]", text)
+        text = _BASE64_RUN.sub(_base64_placeholder, text)
+    return text.strip()
+
+
+def _base64_placeholder(match):
+    run = match.group(0)
+    # Long runs of one character class (hex, digits, letters only) are not base64 payloads.
+    if run.isalpha() or run.isdigit():
+        return run
+    return f"[base64 data omitted: {len(run)} chars]"
+
+
+def parse_lines(data, ctx, final=False):
+    """Parse the complete lines of ``data`` (bytes).
+
+    Returns a ``ParseResult``; ``consumed`` is the byte length up to and
+    including the last newline, or all of ``data`` when ``final`` (used only for
+    text that will never grow, such as tests' literal input).
+    """
+    result = ParseResult()
+    end = len(data) if final else data.rfind(b"\n") + 1
+    result.consumed = end
+    seen_blocks = set()
+    for raw in data[:end].split(b"\n"):
+        if not raw.strip():
+            continue
+        result.lines += 1
+        try:
+            obj = json.loads(raw)
+        except ValueError:  # invalid JSON or invalid UTF-8 (UnicodeDecodeError is a ValueError)
+            obj = _loads_lenient(raw)
+            if obj is None:
+                result.skip("invalid json")
+                continue
+        if not isinstance(obj, dict):
+            result.skip("not an object")
+            continue
+        try:
+            _parse_object(obj, ctx, result, seen_blocks)
+        except (TypeError, AttributeError, KeyError, ValueError):
+            result.skip("malformed record")
+    return result
+
+
+def _loads_lenient(raw):
+    """Second chance for a line with invalid UTF-8: replace the bad bytes."""
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+
+
+def _parse_object(obj, ctx, result, seen_blocks):
+    kind = obj.get("type")
+    if kind == "user" or kind == "assistant":
+        _parse_message(obj, kind, ctx, result, seen_blocks)
+    elif kind == "system":
+        _parse_system(obj, ctx, result)
+    elif kind == "summary":
+        value, leaf = obj.get("summary"), obj.get("leafUuid")
+        if isinstance(value, str) and value.strip() and isinstance(leaf, str):
+            result.titles.append(Title("summary", None, value.strip(), leaf))
+        else:
+            result.skip("empty summary")
+    elif kind == "custom-title" or kind == "agent-name":
+        _parse_title(obj, kind, ctx, result)
+    elif isinstance(kind, str) and kind in _SKIP_TYPES:
+        result.skip(_SKIP_TYPES[kind])
+    else:
+        result.skip(f"unknown type {str(kind)[:40]}")
+
+
+def _parse_title(obj, kind, ctx, result):
+    field = "customTitle" if kind == "custom-title" else "agentName"
+    value, session = obj.get(field), obj.get("sessionId") or ctx.fallback_session_id
+    if isinstance(value, str) and value.strip() and isinstance(session, str):
+        source = "custom" if kind == "custom-title" else "agent_name"
+        result.titles.append(Title(source, session, value.strip()))
+    else:
+        result.skip("empty title")
+
+
+def _envelope(obj, ctx):
+    """(session_id, agent_id, parent_session_id) of a line."""
+    session = obj.get("sessionId")
+    if not isinstance(session, str) or not session:
+        session = ctx.fallback_session_id or "unknown"
+    agent = ctx.agent_id
+    if agent is None and obj.get("isSidechain") and ctx.fallback_session_id is None:
+        agent = obj.get("agentId")
+    if agent:
+        return subagent_session_id(session, agent), str(agent), session
+    return session, None, None
+
+
+def _new_record(obj, ctx, role, kind, text, part):
+    session, agent, parent = _envelope(obj, ctx)
+    uuid = obj.get("uuid")
+    if not isinstance(uuid, str) or not uuid:
+        return None
+    message = obj.get("message")
+    message_id = message.get("id") if isinstance(message, dict) else None
+    branch = obj.get("gitBranch")
+    return Record(
+        uuid if part == 0 else f"{uuid}#{part}", session, role, kind, text,
+        timestamp=_str(obj.get("timestamp")), cwd=_str(obj.get("cwd")),
+        git_branch=branch if isinstance(branch, str) and branch else None,
+        is_sidechain=bool(obj.get("isSidechain")), agent_id=agent, parent_session_id=parent,
+        message_id=message_id if isinstance(message_id, str) else None, slug=_str(obj.get("slug")),
+    )
+
+
+def _str(value):
+    return value if isinstance(value, str) and value else None
+
+
+def _parse_system(obj, ctx, result):
+    if obj.get("subtype") != "compact_boundary":
+        result.skip(f"system {str(obj.get('subtype') or 'status')[:40]}")
+        return
+    meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+    detail = ", ".join(f"{k} {meta[k]}" for k in ("trigger", "preTokens") if k in meta)
+    text = "Conversation compacted" + (f" ({detail})" if detail else "")
+    _emit(obj, ctx, result, [("system", COMPACT_BOUNDARY, text)])
+
+
+def _parse_message(obj, line_type, ctx, result, seen_blocks):
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        result.skip("no message")
+        return
+    content = message.get("content")
+    role = "assistant" if line_type == "assistant" else "user"
+    if role == "user":
+        parts = _user_parts(obj, content)
+    else:
+        parts = _assistant_parts(content, message.get("id"), seen_blocks)
+    if ctx.agent_id and ctx.warmup is None and role == "user":
+        ctx.warmup = any(k == TEXT and t.strip() == "Warmup" for _, k, t in parts)
+    if ctx.agent_id and ctx.warmup:
+        result.skip("warmup subagent")
+        return
+    if not parts:
+        result.skip(f"empty {role}")
+        return
+    _emit(obj, ctx, result, parts)
+
+
+def _emit(obj, ctx, result, parts):
+    emitted = False
+    for i, (role, kind, text) in enumerate(parts):
+        record = _new_record(obj, ctx, role, kind, text, i)
+        if record is not None:
+            result.records.append(record)
+            emitted = True
+    if not emitted:
+        result.skip("no uuid")
+
+
+def _user_parts(obj, content):
+    if obj.get("isCompactSummary"):
+        text = clean_text(_plain_text(content))
+        return [("user", COMPACT_SUMMARY, text)] if text else []
+    if isinstance(content, str):
+        return _classify_user_text(clean_text(content), obj)
+    if not isinstance(content, list):
+        return []
+    parts, texts = [], []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "tool_result":
+            text = _tool_result_text(block)
+            if text:
+                parts.append(("user", TOOL_RESULT, text))
+        elif btype == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif btype == "image":
+            texts.append("[image]")
+        elif btype == "document":
+            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            texts.append(f"[document {source.get('media_type') or ''}]".replace(" ]", "]"))
+    joined = clean_text("\n".join(texts))
+    if joined and joined != "[image]":
+        parts = _classify_user_text(joined, obj) + parts
+    elif joined:
+        parts = [("user", TEXT, joined)] + parts
+    return parts
+
+
+def _classify_user_text(text, obj):
+    if not text:
+        return []
+    if obj.get("isMeta"):
+        return [("user", META, text)]
+    if text.startswith(_INTERRUPT):
+        return [("user", INTERRUPT, text)]
+    if text.startswith(_COMMAND_TAGS):
+        return [("user", COMMAND, text)]
+    if text.startswith(_META_TAGS):
+        stripped = _SYSTEM_REMINDER.sub("", text).strip()
+        if stripped and not stripped.startswith(_META_TAGS) and stripped != text:
+            return [("user", TEXT, stripped)]
+        return [("user", META, text)]
+    if "<system-reminder>" in text:
+        stripped = _SYSTEM_REMINDER.sub("", text).strip()
+        return [("user", TEXT, stripped)] if stripped else [("user", META, text)]
+    return [("user", TEXT, text)]
+
+
+def _plain_text(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content
+                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+def _tool_result_text(block):
+    content = block.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        pieces = []
+        for item in content:
+            if not isinstance(item, dict):
+                continue
+            itype = item.get("type")
+            if itype == "text" and isinstance(item.get("text"), str):
+                pieces.append(item["text"])
+            elif itype == "image":
+                pieces.append("[image]")
+            elif itype == "tool_reference":
+                pieces.append(f"[tool_reference {item.get('tool_name', '')}]")
+        text = "\n".join(pieces)
+    else:
+        text = ""
+    text = clean_text(text)
+    if len(text) > MAX_TOOL_RESULT_CHARS:
+        cut = len(text) - MAX_TOOL_RESULT_CHARS
+        text = text[:MAX_TOOL_RESULT_CHARS] + f"\n[... {cut} more characters not stored]"
+    if text and block.get("is_error"):
+        text = "[error] " + text
+    return text
+
+
+def _assistant_parts(content, message_id, seen_blocks):
+    if isinstance(content, str):
+        text = clean_text(content)
+        return [("assistant", TEXT, text)] if text else []
+    if not isinstance(content, list):
+        return []
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text" and isinstance(block.get("text"), str):
+            part = (TEXT, clean_text(block["text"]))
+        elif btype == "thinking" and isinstance(block.get("thinking"), str):
+            part = (THINKING, clean_text(block["thinking"]))
+        elif btype == "tool_use":
+            part = (TOOL_USE, tool_use_line(block.get("name"), block.get("input")))
+        else:
+            continue
+        if not part[1]:
+            continue
+        if message_id:  # the same block streamed twice under one message id
+            key = (message_id, part)
+            if key in seen_blocks:
+                continue
+            seen_blocks.add(key)
+        parts.append(("assistant",) + part)
+    return parts
+
+
+_TOOL_KEYS = {
+    "Bash": ("command",), "Read": ("file_path",), "Write": ("file_path",), "Edit": ("file_path",),
+    "MultiEdit": ("file_path",), "NotebookEdit": ("notebook_path",), "Glob": ("pattern", "path"),
+    "Grep": ("pattern", "path"), "LS": ("path",), "WebFetch": ("url", "prompt"), "WebSearch": ("query",),
+    "Task": ("description", "subagent_type", "prompt"), "Agent": ("description", "subagent_type", "prompt"),
+    "Skill": ("skill",), "SlashCommand": ("command",),
+}
+
+
+def tool_use_line(name, tool_input):
+    """A tool call as one compact, searchable line: ``[Bash] git status``."""
+    name = name if isinstance(name, str) and name else "tool"
+    if not isinstance(tool_input, dict):
+        return f"[{name}]"
+    keys = _TOOL_KEYS.get(name)
+    if name == "TodoWrite" and isinstance(tool_input.get("todos"), list):
+        body = "; ".join(str(t.get("content", "")) for t in tool_input["todos"] if isinstance(t, dict))
+    elif keys:
+        body = " ".join(str(tool_input[k]) for k in keys if tool_input.get(k) not in (None, ""))
+    else:
+        body = json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
+    body = clean_text(body)
+    if len(body) > MAX_TOOL_INPUT_CHARS:
+        body = body[:MAX_TOOL_INPUT_CHARS] + " [...]"
+    return f"[{name}] {body}".rstrip()

@@ -1,0 +1,40 @@
+"""Shared fixtures. Every test gets its own CLAUDE_CHATS_HOME and Claude dirs."""
+
+import os
+import pathlib
+
+import pytest
+
+pytest_plugins = ["tests.fixtures_model", "tests.fixtures_pg"]
+
+SHARED = pathlib.Path(__file__).resolve().parent.parent.parent / "shared"
+CORPUS = SHARED / "corpus" / "transcripts"
+
+_ISOLATED_ENV = (
+    "CLAUDE_CHATS_PROVIDER", "CLAUDE_CHATS_MODEL", "CLAUDE_CHATS_DIMENSIONS", "CLAUDE_CHATS_THREADS",
+    "OLLAMA_BASE_URL", "OLLAMA_HOST", "OLLAMA_MODEL", "OLLAMA_MODELS", "BEDROCK_REGION", "AWS_REGION",
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "CLAUDE_CHATS_DB_URL",
+    "CLAUDE_CHATS_ALLOW_INSECURE", "CLAUDE_CHATS_SYNC_INTERVAL", "CLAUDE_CHATS_REDACT",
+    "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """Point all claude-chats and Claude Code state at a temporary folder."""
+    for name in _ISOLATED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "chats-home"
+    claude = tmp_path / "claude"
+    (claude / "projects").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CHATS_HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CLAUDE_CHATS_SYNC_INTERVAL", "0")  # no background sync from tests' hooks
+    return home
+
+
+@pytest.fixture
+def corpus():
+    if not CORPUS.is_dir():
+        pytest.skip("../shared/corpus/transcripts not present")
+    return CORPUS
