@@ -1,0 +1,133 @@
+"""``chats import``, ``chats search``, ``chats show``, ``chats sessions``: the local journal."""
+
+import os
+
+import click
+
+from .. import paths
+from .output import emit_json, is_tty, one_line
+
+
+def _journal():
+    from ..localstore.journal import Journal
+    return Journal.open()
+
+
+@click.command("import")
+@click.argument("sources", nargs=-1, type=click.Path(exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def import_cmd(sources, as_json):
+    """Import Claude Code transcripts into the local journal.
+
+    SOURCES are .jsonl files or folders (default: ~/.claude/projects, or
+    $CLAUDE_CONFIG_DIR/projects). Safe to re-run: each file resumes where it
+    stopped and nothing is stored twice.
+    """
+    from ..localstore.journal import discover
+
+    roots = sources or [paths.claude_projects_dir()]
+    if not sources and not os.path.isdir(roots[0]):
+        raise click.ClickException(f"no transcripts folder at {roots[0]} (pass a folder or file to import)")
+    files = discover(roots)
+    with _journal() as journal:
+        if is_tty() and not as_json:
+            stats = _import_with_progress(journal, files)
+        else:
+            stats = journal.import_files(files)
+    summary = stats.as_dict()
+    if as_json:
+        emit_json(summary)
+        return
+    click.echo(f"{len(files)} files read, {summary['bytes'] / 1e6:.1f} MB: {summary['messages']} new messages "
+               f"in {summary['sessions']} sessions; {summary['duplicates']} already stored; "
+               f"{summary['skipped']} lines skipped; {len(summary['errors'])} errors")
+    for reason, count in summary["skipped_by_reason"].items():
+        click.echo(f"  skipped {count:6d}  {reason}")
+    for error in summary["errors"]:
+        click.echo(f"  error: {error}", err=True)
+
+
+def _import_with_progress(journal, files):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    sizes = {f: _size(f) for f in files}
+    columns = (TextColumn("importing"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=True) as progress:
+        task = progress.add_task("import", total=sum(sizes.values()))
+        return journal.import_files(files, on_file=lambda f: progress.advance(task, sizes[f]))
+
+
+def _size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--project", help="Only sessions in this project folder (or below it).")
+@click.option("--kind", "kinds", multiple=True, help="Message kinds to search (default: text, tool_use, "
+              "tool_result, compact_summary).")
+@click.option("--json", "as_json", is_flag=True)
+def search_cmd(query, limit, project, kinds, as_json):
+    """Full-text search of the local journal."""
+    with _journal() as journal:
+        hits = journal.search(query, limit=limit, project=project, kinds=kinds or None)
+    if as_json:
+        emit_json([{k: v for k, v in h.items() if k != "rowid"} for h in hits])
+        return
+    if not hits:
+        click.echo("no matches")
+        return
+    for hit in hits:
+        title = hit["session_name"] or hit["project_path"] or ""
+        click.echo(f"{hit['session_id']} #{hit['seq']}  {hit['role']}/{hit['kind']}  {hit['created_at'] or ''}  {title}")
+        click.echo(f"    {one_line(hit['snippet'], 200)}")
+        for ctx in hit["context"]:
+            click.echo(f"      #{ctx['seq']} {ctx['role']}: {one_line(ctx['text'], 120)}")
+
+
+@click.command("show")
+@click.argument("session_id")
+@click.option("--start", type=int, help="First sequence number.")
+@click.option("--end", type=int, help="Last sequence number.")
+@click.option("--json", "as_json", is_flag=True)
+def show_cmd(session_id, start, end, as_json):
+    """Print a stored conversation."""
+    with _journal() as journal:
+        session = journal.session(session_id)
+        messages = journal.messages(session_id, start, end)
+    if as_json:
+        emit_json({"session": session, "messages": messages})
+        return
+    click.echo(f"{session['session_id']}  {session['name'] or ''}")
+    click.echo(f"project {session['project_path']}  branch {session['git_branch']}  "
+               f"{session['first_at']} .. {session['last_at']}  {session['message_count']} messages")
+    for m in messages:
+        click.echo(f"\n--- #{m['seq']} {m['role']}/{m['kind']} {m['created_at'] or ''}")
+        click.echo(m["content"])
+
+
+@click.command("sessions")
+@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--project", help="Only sessions in this project folder (or below it).")
+@click.option("--json", "as_json", is_flag=True)
+def sessions_cmd(limit, project, as_json):
+    """List recent sessions."""
+    with _journal() as journal:
+        rows = journal.sessions(limit=limit, project=project)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no sessions (run `chats import`)")
+    for s in rows:
+        click.echo(f"{s['session_id']}  {s['last_at'] or '':24}  {s['message_count']:5d} msgs  "
+                   f"{one_line(s['name'] or '', 50):50}  {s['project_path'] or ''}")
+
+
+def register(group):
+    for command in (import_cmd, search_cmd, show_cmd, sessions_cmd):
+        group.add_command(command)

@@ -1,0 +1,96 @@
+"""``record-conversation``: the Claude Code hook (Stop, UserPromptSubmit, PreCompact, SessionEnd).
+
+Reads the hook payload on stdin and stores the transcript lines written since
+the last run into the local journal. The contract (DESIGN.md): exit 0 always,
+nothing on stdout, errors logged with the session id, tens of milliseconds.
+So the import path is stdlib + apsw + the parser and writer, nothing else: no
+numpy, no providers, no MCP, no Postgres driver (a test guards this).
+"""
+
+import json
+import os
+import sys
+import time
+
+from . import paths
+
+LOG_NAME = "hook.log"
+MAX_LOG_BYTES = 1 << 20
+
+
+def main():
+    payload = {}
+    try:
+        payload = _read_payload()
+        run(payload)
+    except BaseException as exc:  # noqa: BLE001 - the hook must never fail Claude Code
+        log_error(payload, exc)
+    return 0
+
+
+def _read_payload():
+    raw = sys.stdin.buffer.read() if sys.stdin is not None else b""
+    if not raw.strip():
+        raise ValueError("empty hook payload on stdin")
+    payload = json.loads(raw)
+    if not isinstance(payload, dict):
+        raise ValueError(f"hook payload is a JSON {type(payload).__name__}, not an object")
+    return payload
+
+
+def _path(payload, key):
+    value = payload.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "\x00" in value:
+        raise ValueError(f"{key} is not a usable path: {str(value)[:200]!r}")
+    return os.path.expanduser(value)
+
+
+def run(payload):
+    """Store what is new in the payload's transcript (and its subagents')."""
+    from .localstore import db, writer
+
+    transcript_path = _path(payload, "transcript_path")
+    agent_path = _path(payload, "agent_transcript_path")
+    if transcript_path is None and agent_path is None:
+        raise ValueError("hook payload has no transcript_path")
+    conn = db.connect(paths.journal_path())
+    try:
+        stats = writer.IngestStats()
+        if transcript_path:
+            if not os.path.exists(transcript_path):
+                raise FileNotFoundError(f"transcript not found: {transcript_path}")
+            writer.ingest_session(conn, transcript_path, stats)
+        if agent_path:
+            writer.ingest_file(conn, agent_path, stats)
+        conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES ('last_hook', ?)", (json.dumps({
+            "at": writer.now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
+            "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}),))
+    finally:
+        conn.close()
+    return stats
+
+
+def log_error(payload, exc):
+    """Append one line to the hook log; never raise."""
+    try:
+        folder = paths.log_dir()
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, LOG_NAME)
+        if os.path.exists(path) and os.path.getsize(path) > MAX_LOG_BYTES:
+            os.replace(path, path + ".1")
+        session = payload.get("session_id") if isinstance(payload, dict) else None
+        line = json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "session_id": str(session)[:200] if session is not None else None,
+                           "event": str(payload.get("hook_event_name"))[:64] if isinstance(payload, dict) else None,
+                           "error": f"{type(exc).__name__}: {exc}"[:2000]})
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Opening the journal: one SQLite file, WAL, busy timeout, owner-only, migrated.
+
+Stdlib + apsw only: the hook opens the journal on every turn.
+"""
+
+import os
+import time
+
+import apsw
+
+from ..errors import JournalError
+
+MIGRATIONS_DIR = os.path.join(os.path.dirname(__file__), "migrations")
+BUSY_TIMEOUT_MS = 15_000
+
+
+def migration_files():
+    """The journal's migrations, ordered by their number prefix."""
+    return sorted(f for f in os.listdir(MIGRATIONS_DIR) if f.endswith(".sql"))
+
+
+def connect(path, readonly=False):
+    """An apsw connection to the journal at ``path``, created and migrated if needed."""
+    if not readonly:
+        _create_private(path)
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.execute("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL")
+        if not readonly:
+            migrate(conn)
+    except apsw.Error as exc:
+        raise JournalError(f"cannot open the journal {path}: {exc}") from exc
+    return conn
+
+
+def _create_private(path):
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not os.path.exists(path):
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+
+
+def user_version(conn):
+    return conn.execute("PRAGMA user_version").fetchall()[0][0]
+
+
+def migrate(conn):
+    """Apply pending migrations, each in one transaction with its record.
+
+    ``PRAGMA user_version`` counts applied migrations, so the common case (all
+    applied) costs one pragma read. Concurrent openers serialise on BEGIN
+    IMMEDIATE and re-check inside the lock.
+    """
+    files = migration_files()
+    if user_version(conn) >= len(files):
+        return
+    if conn.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    for index, name in enumerate(files):
+        with Immediate(conn):
+            if user_version(conn) > index:
+                continue
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            with open(os.path.join(MIGRATIONS_DIR, name), encoding="utf-8") as fh:
+                conn.execute(fh.read())
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+            conn.execute(f"PRAGMA user_version = {index + 1}")
+
+
+class Immediate:
+    """``with Immediate(conn):`` runs the block in a BEGIN IMMEDIATE transaction.
+
+    IMMEDIATE takes the write lock up front, so read-then-write sequences (the
+    transcript cursor, the next sequence number) are serialised between
+    processes; the busy timeout makes the others wait rather than fail.
+    """
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+                return False
+            except apsw.Error:
+                self._rollback()
+                raise
+        self._rollback()
+        return False
+
+    def _rollback(self):
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")

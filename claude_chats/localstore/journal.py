@@ -1,0 +1,190 @@
+"""The local journal: the library behind ``chats import/search/show/sessions``.
+
+``Journal.open()`` gives a migrated connection to the SQLite file (``conn``,
+apsw). Writes go through ``writer`` (shared with the hook); this module reads,
+imports in bulk, and hands pending messages to sync.
+"""
+
+import os
+
+from .. import paths, transcript
+from ..errors import SessionNotFound
+from . import db, fts, writer
+
+NEIGHBOUR_CHARS = 300
+CONTEXT_KINDS = tuple(k for k in transcript.KINDS if k != transcript.THINKING)
+
+
+class Journal:
+    def __init__(self, conn, path):
+        self.conn, self.path = conn, path
+
+    @classmethod
+    def open(cls, path=None, readonly=False):
+        path = path or paths.journal_path()
+        return cls(db.connect(path, readonly=readonly), path)
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- writing -----------------------------------------------------------
+
+    def import_files(self, files, on_file=None):
+        """Ingest each transcript file from its cursor; errors are counted, not raised."""
+        stats = writer.IngestStats()
+        machine = writer.machine_name()
+        for path in files:
+            try:
+                writer.ingest_file(self.conn, path, stats, machine)
+            except (OSError, db.apsw.Error) as exc:
+                stats.errors.append(f"{path}: {type(exc).__name__}: {exc}")
+            if on_file:
+                on_file(path)
+        return stats
+
+    # -- reading -----------------------------------------------------------
+
+    def _one(self, sql, args=()):
+        rows = self.conn.execute(sql, args).fetchall()
+        return rows[0] if rows else None
+
+    def counts(self):
+        sessions, = self._one("SELECT count(*) FROM sessions")
+        messages, pending = self._one("SELECT count(*), count(*) FILTER (WHERE synced = 0) FROM messages")
+        return {"sessions": sessions, "messages": messages, "pending": pending, "synced": messages - pending}
+
+    def session(self, session_id):
+        cur = self.conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,))
+        rows = _dicts(cur)
+        if not rows:
+            raise SessionNotFound(f"no session {session_id!r} in the journal (see `chats sessions`)")
+        return rows[0]
+
+    def sessions(self, limit=20, project=None, include_subagents=True):
+        where, args = _project_filter(project, "s.project_path")
+        if not include_subagents:
+            where.append("s.agent_id IS NULL")
+        sql = (f"SELECT {_SESSION_COLUMNS} FROM sessions s {_where(where)} "
+               "ORDER BY coalesce(s.last_at, s.updated_at) DESC LIMIT ?")
+        return _dicts(self.conn.execute(sql, (*args, limit)))
+
+    def messages(self, session_id, start=None, end=None, kinds=None):
+        """Messages of a session by sequence number, ``start``..``end`` inclusive."""
+        self.session(session_id)
+        where, args = ["session_id = ?"], [session_id]
+        if start is not None:
+            where.append("seq >= ?")
+            args.append(start)
+        if end is not None:
+            where.append("seq <= ?")
+            args.append(end)
+        if kinds:
+            where.append(f"kind IN ({','.join('?' * len(kinds))})")
+            args.extend(kinds)
+        sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages {_where(where)} ORDER BY seq"
+        return _dicts(self.conn.execute(sql, args))
+
+    def search(self, query, limit=10, project=None, kinds=None, context=2):
+        """Full-text search (FTS5, bm25). Any text is searched as text, never as syntax."""
+        kinds = tuple(kinds or transcript.DEFAULT_KINDS)
+        hits = []
+        for match in fts.queries(query):
+            hits = self._fts(match, limit, project, kinds)
+            if hits:
+                break
+        for hit in hits:
+            hit["context"] = self.neighbours(hit["session_id"], hit["seq"], context) if context else []
+        return hits
+
+    def _fts(self, match, limit, project, kinds):
+        where, args = _project_filter(project, "s.project_path")
+        where.insert(0, f"m.kind IN ({','.join('?' * len(kinds))})")
+        args[:0] = kinds
+        sql = f"""
+            SELECT m.id AS rowid, m.session_id, m.seq, m.role, m.kind, m.created_at, m.uuid,
+                   s.project_path, s.git_branch, coalesce(s.name, s.agent_name, s.summary, s.slug) AS session_name,
+                   snippet(messages_fts, 0, '«', '»', '…', 24) AS snippet,
+                   bm25(messages_fts) AS score, m.content
+            FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+                              JOIN sessions s ON s.id = m.session_id
+            WHERE messages_fts MATCH ? {"AND " + " AND ".join(where) if where else ""}
+            ORDER BY bm25(messages_fts) LIMIT ?"""
+        return _dicts(self.conn.execute(sql, (match, *args, limit)))
+
+    def neighbours(self, session_id, seq, span=2):
+        rows = self.conn.execute(
+            f"SELECT seq, role, kind, substr(content, 1, {NEIGHBOUR_CHARS + 1}) FROM messages "
+            f"WHERE session_id = ? AND seq BETWEEN ? AND ? AND seq != ? "
+            f"AND kind IN ({','.join('?' * len(CONTEXT_KINDS))}) ORDER BY seq",
+            (session_id, seq - span, seq + span, seq, *CONTEXT_KINDS)).fetchall()
+        return [{"seq": s, "role": r, "kind": k, "text": _shorten(t)} for s, r, k, t in rows]
+
+    # -- sync support --------------------------------------------------------
+
+    def pending(self, limit=500, after_id=0):
+        """Messages not yet pushed, oldest first (``id > after_id``)."""
+        return _dicts(self.conn.execute(
+            f"SELECT id, {_MESSAGE_COLUMNS}, session_id FROM messages WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?",
+            (after_id, limit)))
+
+    def mark_synced(self, ids):
+        with db.Immediate(self.conn):
+            self.conn.executemany("UPDATE messages SET synced = 1 WHERE id = ?", [(i,) for i in ids])
+
+    def state(self, key):
+        row = self._one("SELECT value FROM state WHERE key = ?", (key,))
+        return row[0] if row else None
+
+    def set_state(self, key, value):
+        self.conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
+
+
+_SESSION_COLUMNS = """s.id AS session_id, coalesce(s.name, s.agent_name, s.summary, s.slug) AS name,
+    s.name AS custom_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
+    s.first_at, s.last_at, s.machine, s.next_seq AS message_count"""
+_MESSAGE_COLUMNS = "uuid, seq, role, kind, content, created_at, message_id, is_sidechain"
+
+
+def _dicts(cursor):
+    try:
+        names = [d[0] for d in cursor.getdescription()]
+    except db.apsw.ExecutionCompleteError:  # the statement returned no row at all
+        return []
+    return [dict(zip(names, row)) for row in cursor]
+
+
+def _where(clauses):
+    return ("WHERE " + " AND ".join(clauses)) if clauses else ""
+
+
+def _project_filter(project, column):
+    """Exact project path, or any sub-folder of it."""
+    if not project:
+        return [], []
+    project = project.rstrip("/") or "/"
+    prefix = project if project.endswith("/") else project + "/"
+    return [f"({column} = ? OR substr({column}, 1, ?) = ?)"], [project, len(prefix), prefix]
+
+
+def _shorten(text, limit=NEIGHBOUR_CHARS):
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def discover(roots):
+    """Every ``.jsonl`` transcript under ``roots`` (files or folders), sorted."""
+    found = []
+    for root in roots:
+        root = os.path.abspath(os.path.expanduser(root))
+        if os.path.isfile(root):
+            found.append(root)
+            continue
+        for folder, _dirs, names in os.walk(root):
+            found.extend(os.path.join(folder, n) for n in names if n.endswith(".jsonl"))
+    return sorted(set(found))

@@ -1,0 +1,229 @@
+"""The journal's write path: transcript bytes after the saved cursor -> rows.
+
+Used by the hook (every turn) and by ``chats import`` (backfill). Stdlib + apsw
++ the parser only. Each chunk is written in one BEGIN IMMEDIATE transaction
+that also moves the file's cursor, so a crash anywhere leaves either the old
+cursor and no rows, or the new cursor and all rows; re-reads are harmless
+because the message uuid is the identity.
+"""
+
+import os
+import time
+
+from .. import transcript
+from .db import Immediate
+
+CHUNK_BYTES = 8 << 20   # import reads big files in pieces so the write lock is held briefly
+
+
+class IngestStats:
+    __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors")
+
+    def __init__(self):
+        self.files = self.bytes = self.messages = self.duplicates = 0
+        self.skipped, self.sessions, self.errors = {}, set(), []
+
+    def add_skips(self, skipped):
+        for reason, count in skipped.items():
+            self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+    def as_dict(self):
+        return {"files": self.files, "bytes": self.bytes, "sessions": len(self.sessions),
+                "messages": self.messages, "duplicates": self.duplicates,
+                "skipped": sum(self.skipped.values()), "skipped_by_reason": dict(sorted(self.skipped.items())),
+                "errors": list(self.errors)}
+
+
+def now_iso():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def machine_name():
+    return os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "unknown")
+
+
+def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
+    """Read ``path`` from its saved offset and store what is new. Returns ``stats``."""
+    stats = stats if stats is not None else IngestStats()
+    path = os.path.abspath(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return stats
+    cursor = _cursor(conn, path)
+    if cursor and cursor[1] == st.st_dev and cursor[2] == st.st_ino and cursor[3] == st.st_size:
+        return stats  # nothing new: no write transaction at all
+    stats.files += 1
+    machine = machine or machine_name()
+    with open(path, "rb") as fh:
+        while True:
+            done = _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes)
+            if done:
+                break
+    return stats
+
+
+def _cursor(conn, path):
+    rows = conn.execute("SELECT id, device, inode, offset, warmup FROM transcripts WHERE path = ?",
+                        (path,)).fetchall()
+    return rows[0] if rows else None
+
+
+def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
+    """One transaction: read from the cursor, parse, write, move the cursor. True when at EOF."""
+    with Immediate(conn):
+        st = os.fstat(fh.fileno())
+        cursor = _cursor(conn, path)
+        same_file = cursor is not None and cursor[1] == st.st_dev and cursor[2] == st.st_ino
+        offset = cursor[3] if same_file and cursor[3] <= st.st_size else 0
+        warmup = cursor[4] if same_file and offset else None
+        if cursor is None:
+            file_id = conn.execute(
+                "INSERT INTO transcripts (path, device, inode, offset, updated_at) VALUES (?, ?, ?, 0, ?) "
+                "RETURNING id", (path, st.st_dev, st.st_ino, now_iso())).fetchall()[0][0]
+        else:
+            file_id = cursor[0]
+        data = _read_lines(fh, offset, chunk_bytes)
+        ctx = transcript.FileContext.for_path(path)
+        ctx.warmup = None if warmup is None else bool(warmup)
+        result = transcript.parse_lines(data, ctx)
+        stats.bytes += result.consumed
+        stats.add_skips(result.skipped)
+        _store(conn, result, file_id, stats, machine)
+        conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, updated_at = ? "
+                     "WHERE id = ?", (st.st_dev, st.st_ino, offset + result.consumed,
+                                      None if ctx.warmup is None else int(ctx.warmup), now_iso(), file_id))
+        return result.consumed == 0 or offset + result.consumed >= st.st_size
+
+
+def _read_lines(fh, offset, chunk_bytes):
+    """Bytes from ``offset`` holding at least one complete line when there is one."""
+    fh.seek(offset)
+    data = tail = fh.read(chunk_bytes)
+    while tail and b"\n" not in tail:  # a line longer than one chunk: read on to its end
+        tail = fh.read(chunk_bytes)
+        data += tail
+    return data
+
+
+def _store(conn, result, file_id, stats, machine):
+    records = _new_records(conn, result.records, stats)
+    if records:
+        sessions = _upsert_sessions(conn, records, machine)
+        stats.sessions.update(sessions)
+        conn.executemany(
+            "INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at, message_id, "
+            "is_sidechain, file_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(r.uuid, r.session_id, seq, r.role, r.kind, r.text, r.timestamp, r.message_id,
+              int(r.is_sidechain), file_id) for r, seq in records])
+        stats.messages += len(records)
+    if result.titles:
+        _apply_titles(conn, result.titles, file_id, machine)
+
+
+def _new_records(conn, records, stats):
+    """Records whose uuid is not stored yet (nor repeated earlier in this chunk), as (record, None)."""
+    if not records:
+        return []
+    existing = set()
+    uuids = [r.uuid for r in records]
+    for start in range(0, len(uuids), 500):
+        batch = uuids[start:start + 500]
+        marks = ",".join("?" * len(batch))
+        existing.update(row[0] for row in conn.execute(f"SELECT uuid FROM messages WHERE uuid IN ({marks})", batch))
+    fresh = []
+    for record in records:
+        if record.uuid in existing:
+            stats.duplicates += 1
+            continue
+        existing.add(record.uuid)
+        fresh.append([record, None])
+    return fresh
+
+
+_UPSERT_SESSION = """
+INSERT INTO sessions (id, parent_session_id, agent_id, project_path, git_branch, slug, first_at, last_at,
+                      machine, next_seq, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+    parent_session_id = coalesce(sessions.parent_session_id, excluded.parent_session_id),
+    agent_id = coalesce(sessions.agent_id, excluded.agent_id),
+    project_path = coalesce(sessions.project_path, excluded.project_path),
+    git_branch = coalesce(excluded.git_branch, sessions.git_branch),
+    slug = coalesce(sessions.slug, excluded.slug),
+    first_at = coalesce(min(sessions.first_at, excluded.first_at), sessions.first_at, excluded.first_at),
+    last_at = coalesce(max(sessions.last_at, excluded.last_at), sessions.last_at, excluded.last_at),
+    machine = coalesce(sessions.machine, excluded.machine),
+    next_seq = excluded.next_seq,
+    updated_at = excluded.updated_at
+"""
+
+
+def _upsert_sessions(conn, records, machine):
+    """Give each new record its sequence number and bring its session row up to date."""
+    info = {}
+    for pair in records:
+        r = pair[0]
+        s = info.get(r.session_id)
+        if s is None:
+            rows = conn.execute("SELECT next_seq FROM sessions WHERE id = ?", (r.session_id,)).fetchall()
+            s = info[r.session_id] = {"next": rows[0][0] if rows else 0, "first": None, "last": None,
+                                      "cwd": None, "branch": None, "slug": None, "rec": r}
+        pair[1] = s["next"]
+        s["next"] += 1
+        if r.timestamp:
+            s["first"] = r.timestamp if s["first"] is None else min(s["first"], r.timestamp)
+            s["last"] = r.timestamp if s["last"] is None else max(s["last"], r.timestamp)
+        s["cwd"] = s["cwd"] or r.cwd
+        s["branch"] = r.git_branch or s["branch"]
+        s["slug"] = s["slug"] or r.slug
+    stamp = now_iso()
+    conn.executemany(_UPSERT_SESSION, [
+        (sid, s["rec"].parent_session_id, s["rec"].agent_id, s["cwd"], s["branch"], s["slug"], s["first"],
+         s["last"], machine, s["next"], stamp) for sid, s in info.items()])
+    return info.keys()
+
+
+def _apply_titles(conn, titles, file_id, machine):
+    stamp = now_iso()
+    for title in titles:
+        if title.source == "summary":
+            # Only a title when its leaf message is in this same file (FORMAT.md 2.5).
+            conn.execute("UPDATE sessions SET summary = ?, updated_at = ? WHERE id = "
+                         "(SELECT session_id FROM messages WHERE uuid = ? AND file_id = ?) "
+                         "AND summary IS NOT ?", (title.value, stamp, title.leaf_uuid, file_id, title.value))
+            continue
+        column = "name" if title.source == "custom" else "agent_name"
+        conn.execute("INSERT INTO sessions (id, machine, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                     (title.session_id, machine, stamp))
+        conn.execute(f"UPDATE sessions SET {column} = ?, updated_at = ? WHERE id = ? AND {column} IS NOT ?",
+                     (title.value, stamp, title.session_id, title.value))
+
+
+def subagent_files(transcript_path):
+    """Subagent transcripts of the session at ``transcript_path``, in both layouts.
+
+    2.1+: ``<dir>/<session>/subagents/agent-*.jsonl``. Up to 2.0:
+    ``<dir>/agent-*.jsonl`` beside the sessions (any session's; the parser
+    links each line to its own parent ``sessionId``).
+    """
+    folder, name = os.path.split(os.path.abspath(transcript_path))
+    session = name[:-6] if name.endswith(".jsonl") else name
+    found = []
+    for where in (os.path.join(folder, session, "subagents"), folder):
+        try:
+            with os.scandir(where) as entries:
+                found.extend(e.path for e in entries
+                             if e.name.startswith("agent-") and e.name.endswith(".jsonl") and e.is_file())
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+    return sorted(found)
+
+
+def ingest_session(conn, transcript_path, stats=None, machine=None):
+    """The hook's unit of work: the session transcript and its subagents' files."""
+    stats = stats if stats is not None else IngestStats()
+    ingest_file(conn, transcript_path, stats, machine)
+    for path in subagent_files(transcript_path):
+        ingest_file(conn, path, stats, machine)
+    return stats
