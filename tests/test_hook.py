@@ -1,0 +1,220 @@
+"""The hook as Claude Code runs it: a process, JSON on stdin, the real journal file."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import apsw
+import pytest
+
+from claude_chats import paths
+from tests import lines
+
+HOOK = [sys.executable, "-m", "claude_chats.hook"]
+
+
+def run_hook(payload, check_silent=True):
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    if check_silent:
+        assert proc.stdout == b""
+    return proc
+
+
+def payload(path, session="sess-1", event="Stop"):
+    return {"session_id": session, "transcript_path": str(path), "cwd": "/work/proj",
+            "hook_event_name": event, "permission_mode": "default"}
+
+
+def stored(session=None):
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    sql = "SELECT uuid, session_id, seq, content FROM messages"
+    rows = conn.execute(sql + (" WHERE session_id = ?" if session else "") + " ORDER BY session_id, seq",
+                        (session,) if session else ()).fetchall()
+    conn.close()
+    return rows
+
+
+def hook_log():
+    path = os.path.join(paths.log_dir(), "hook.log")
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_hook_stores_new_lines_incrementally(tmp_path):
+    path = tmp_path / "sess-1.jsonl"
+    convo = lines.conversation(5)
+    path.write_bytes(lines.encode(*convo[:3]))
+    run_hook(payload(path))
+    assert [r[3] for r in stored()] == [c["message"]["content"] if i % 2 == 0 else
+                                        c["message"]["content"][0]["text"] for i, c in enumerate(convo[:3])]
+    with open(path, "ab") as fh:
+        fh.write(lines.encode(*convo[3:]))
+    run_hook(payload(path, event="UserPromptSubmit"))
+    rows = stored()
+    assert [r[2] for r in rows] == [0, 1, 2, 3, 4]
+    assert [r[0] for r in rows] == [c["uuid"] for c in convo]
+    run_hook(payload(path))  # nothing new: nothing changes
+    assert stored() == rows
+    assert hook_log() == []
+
+
+def test_line_being_written_waits_for_its_newline(tmp_path):
+    path = tmp_path / "sess-1.jsonl"
+    first, second = lines.conversation(2)
+    whole = json.dumps(second).encode()
+    path.write_bytes(lines.encode(first) + whole[:40])
+    run_hook(payload(path))
+    assert len(stored()) == 1
+    with open(path, "ab") as fh:
+        fh.write(whole[40:] + b"\n")
+    run_hook(payload(path))
+    assert [r[0] for r in stored()] == [first["uuid"], second["uuid"]]
+
+
+def test_replaced_or_shrunk_file_is_reread_without_duplicates(tmp_path):
+    path = tmp_path / "sess-1.jsonl"
+    convo = lines.conversation(6)
+    path.write_bytes(lines.encode(*convo[:4]))
+    run_hook(payload(path))
+    # Replaced by a new file (new inode) holding two old lines and two new ones.
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(lines.encode(convo[0], convo[1], convo[4], convo[5]))
+    os.replace(replacement, path)
+    run_hook(payload(path))
+    assert sorted(r[0] for r in stored()) == sorted(c["uuid"] for c in convo)
+    # Shrunk in place (same inode): re-read from the start, still no duplicates.
+    path.write_bytes(lines.encode(convo[0]))
+    run_hook(payload(path))
+    assert len(stored()) == 6
+    assert [r[2] for r in stored()] == list(range(6))
+
+
+def test_hook_picks_up_subagents_of_both_layouts(tmp_path):
+    project = tmp_path / "proj"
+    (project / "sess-1" / "subagents").mkdir(parents=True)
+    (project / "sess-1.jsonl").write_bytes(lines.encode(*lines.conversation(2)))
+    new_layout = [lines.user("find the config loader", isSidechain=True, agentId="a1"),
+                  lines.assistant("it lives in config.py", isSidechain=True, agentId="a1")]
+    (project / "sess-1" / "subagents" / "agent-a1.jsonl").write_bytes(lines.encode(*new_layout))
+    old_layout = [lines.user("Warmup", isSidechain=True), lines.assistant("ready", isSidechain=True)]
+    (project / "agent-0ld.jsonl").write_bytes(lines.encode(*old_layout))
+    run_hook(payload(project / "sess-1.jsonl"))
+    sessions = {r[1] for r in stored()}
+    assert sessions == {"sess-1", "sess-1:agent-a1"}  # the Warmup subagent is not content
+
+
+@pytest.mark.parametrize("raw", [
+    b"", b"not json", b"[1, 2]", b'{"session_id": "s-bad"}', b'{"session_id": "s-bad", "transcript_path": 7}',
+    b'{"session_id": "s-bad", "transcript_path": "/no/such/file.jsonl"}', b"\xff\xfe\x00garbage",
+    b'{"session_id": "s-bad", "transcript_path": "/tmp/with\\u0000nul.jsonl"}',
+])
+def test_bad_payload_exits_zero_silently_and_logs(raw):
+    run_hook(raw)
+    log = hook_log()
+    assert len(log) == 1 and log[0]["error"]
+    if b"s-bad" in raw:
+        assert log[0]["session_id"] == "s-bad"
+
+
+def test_unwritable_journal_exits_zero_and_logs(tmp_path, monkeypatch):
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(*lines.conversation(2)))
+    run_hook(payload(path))
+    os.chmod(paths.journal_path(), 0o400)
+    os.chmod(paths.data_dir(), 0o500)
+    try:
+        if os.access(paths.journal_path(), os.W_OK):
+            pytest.skip("running as a user that ignores file permissions")
+        with open(path, "ab") as fh:
+            fh.write(lines.encode(*lines.conversation(2, prefix="later")))
+        run_hook(payload(path))
+        assert hook_log() and "error" in hook_log()[-1]
+    finally:
+        os.chmod(paths.data_dir(), 0o700)
+        os.chmod(paths.journal_path(), 0o600)
+    assert len(stored()) == 2
+
+
+def test_unusable_journal_exits_zero_and_logs(tmp_path):
+    os.makedirs(paths.journal_path())  # a folder where the database file should be
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(*lines.conversation(2)))
+    run_hook(payload(path))
+    assert "journal" in hook_log()[-1]["error"]
+
+
+def test_hook_import_path_stays_minimal(tmp_path):
+    """No numpy, providers, MCP, Postgres driver, or heavy helpers on the hook's path."""
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(*lines.conversation(2)))
+    code = ("import json, sys; from claude_chats import hook; "
+            f"hook.run(json.loads({json.dumps(json.dumps(payload(path)))})); print(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=60).stdout
+    loaded = set(json.loads(out))
+    forbidden = {"numpy", "psycopg", "pgvector", "llama_cpp", "fastmcp", "mcp", "boto3", "botocore", "httpx",
+                 "openai", "sqlite_vec", "platformdirs", "click", "rich", "dataclasses", "logging", "tomllib",
+                 "claude_chats.models", "claude_chats.mcp", "claude_chats.cli", "claude_chats.config"}
+    assert not (loaded & forbidden), loaded & forbidden
+    assert len(stored()) == 2
+
+
+def test_journal_files_are_owner_only(tmp_path):
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(*lines.conversation(2)))
+    run_hook(payload(path))
+    run_hook(b"garbage")
+    assert os.stat(paths.journal_path()).st_mode & 0o777 == 0o600
+    assert os.stat(paths.data_dir()).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(paths.log_dir(), "hook.log")).st_mode & 0o777 == 0o600
+
+
+def test_concurrent_hooks_store_each_message_exactly_once(tmp_path):
+    """8 hooks on one growing transcript plus 4 other sessions, all at once."""
+    main = tmp_path / "main.jsonl"
+    others = [tmp_path / f"other-{i}.jsonl" for i in range(4)]
+    main_lines = lines.conversation(120, session="main")
+    other_lines = {p: lines.conversation(30, session=p.stem) for p in others}
+    main.write_bytes(b"")
+    for p, convo in other_lines.items():
+        p.write_bytes(lines.encode(*convo))
+
+    def writer():
+        for i in range(0, len(main_lines), 3):
+            with open(main, "ab") as fh:
+                data = lines.encode(*main_lines[i:i + 3])
+                fh.write(data[:len(data) // 2])  # a torn write: half a line, then the rest
+                fh.flush()
+                fh.write(data[len(data) // 2:])
+
+    procs = []
+    thread = threading.Thread(target=writer)
+    thread.start()
+    for round_ in range(3):
+        for i in range(8):
+            procs.append(subprocess.Popen(HOOK, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+            procs[-1].stdin.write(json.dumps(payload(main, "main")).encode())
+            procs[-1].stdin.close()
+        for p in others:
+            procs.append(subprocess.Popen(HOOK, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+            procs[-1].stdin.write(json.dumps(payload(p, p.stem)).encode())
+            procs[-1].stdin.close()
+    thread.join()
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+        assert proc.stdout.read() == b""
+    run_hook(payload(main, "main"))  # the last lines written after the racing hooks ran
+    rows = stored()
+    uuids = [r[0] for r in rows]
+    assert len(uuids) == len(set(uuids)) == 120 + 4 * 30
+    by_session = {}
+    for _uuid, session, seq, _ in rows:
+        by_session.setdefault(session, []).append(seq)
+    assert all(seqs == list(range(len(seqs))) for seqs in by_session.values())
+    assert [r[0] for r in stored("main")] == [c["uuid"] for c in main_lines]
+    assert hook_log() == []
