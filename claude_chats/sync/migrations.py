@@ -1,0 +1,55 @@
+"""PostgreSQL migrations: numbered ``.sql`` files applied in order, recorded in a table.
+
+Each migration runs in one transaction together with its record, under an
+advisory lock, so machines migrating the same database at once apply each
+file exactly once. The files ship inside the wheel as ``claude_chats/sql``;
+from a source checkout they are read from the repository's ``sql/``.
+"""
+
+import pathlib
+import re
+from importlib import resources
+
+TABLE = "chats_migrations"
+LOCK_KEY = 0x63686174  # pg_advisory_xact_lock key: "chat"
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def sql_dir():
+    """The folder holding the migrations (installed wheel first, then the checkout)."""
+    packaged = resources.files("claude_chats").joinpath("sql")
+    if packaged.is_dir():
+        return packaged
+    return pathlib.Path(__file__).resolve().parents[2] / "sql"
+
+
+def available():
+    """``[(name, sql)]`` of every migration, ordered by number."""
+    folder = sql_dir()
+    names = sorted(p.name for p in folder.iterdir() if _NAME.match(p.name))
+    return [(name, folder.joinpath(name).read_text(encoding="utf-8")) for name in names]
+
+
+def applied(conn):
+    """Names of the migrations already applied to ``conn``'s database."""
+    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()[0]
+    if not exists:
+        return set()
+    return {row[0] for row in conn.execute(f"SELECT name FROM {TABLE}")}
+
+
+def migrate(conn):
+    """Apply the pending migrations; returns the names applied now."""
+    pending = [(n, s) for n, s in available() if n not in applied(conn)]
+    done = []
+    for name, sql in pending:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} "
+                         "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            if conn.execute(f"SELECT 1 FROM {TABLE} WHERE name = %s", (name,)).fetchone():
+                continue  # another machine applied it while we waited for the lock
+            conn.execute(sql)
+            conn.execute(f"INSERT INTO {TABLE} (name) VALUES (%s)", (name,))
+            done.append(name)
+    return done

@@ -1,0 +1,66 @@
+"""What sync pushes: plain tuples in the column order of the COPY into Postgres.
+
+Timestamps stay ISO-8601 text (as the journal stores them); Postgres casts
+them, which is faster than parsing in Python.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Conversation(NamedTuple):
+    session_id: str
+    project_path: str | None
+    git_branch: str | None
+    name: str | None
+    started_at: str | None
+    last_at: str | None
+    parent_session_id: str | None
+    agent_id: str | None
+    machine: str | None
+    updated_at: str | None
+
+
+class Message(NamedTuple):
+    message_uuid: str
+    session_id: str
+    seq: int
+    role: str
+    kind: str
+    content: str
+    created_at: str | None
+
+
+class Chunk(NamedTuple):
+    """One embedded piece of a message: ``content[start_char:end_char]``."""
+    message_uuid: str
+    chunk_index: int
+    start_char: int
+    end_char: int
+    embedding: np.ndarray
+
+
+class Space(NamedTuple):
+    """An embedding space: vectors of different spaces are never compared."""
+    key: str
+    provider: str
+    model: str
+    dimensions: int
+    options: dict
+    canary: np.ndarray | None = None
+
+
+class Batch(NamedTuple):
+    """One transaction's worth: conversations, their messages, and chunk vectors of ``space``."""
+    conversations: list
+    messages: list
+    chunks: list
+    space: Space | None = None
+
+
+class PushResult(NamedTuple):
+    conversations: int     # rows inserted or updated
+    messages: int          # rows inserted (0 for messages already there)
+    chunks: int            # vectors inserted
+    missing: list          # message uuids of the batch not in Postgres afterwards (normally empty)

@@ -1,0 +1,250 @@
+"""The canonical Postgres store: push batches idempotently, count, describe spaces.
+
+A push is one transaction: binary COPY of the batch into temporary tables,
+then ``INSERT ... SELECT ... ON CONFLICT`` into the real ones. Message uuid and
+session id are the identities, so pushing the same batch twice (a crash
+before the journal marked it synced, or two machines sharing a home
+directory) inserts nothing the second time.
+"""
+
+import json
+import math
+
+from . import faults, migrations, pg
+from .records import PushResult
+
+HNSW_MAX_DIMS = 2000      # pgvector's index limit for vector; halfvec indexes go to 4000
+HALFVEC_MAX_DIMS = 4000
+
+_TEMP_TABLES = """
+CREATE TEMP TABLE push_conversations (
+    session_id text, project_path text, git_branch text, name text, started_at text, last_at text,
+    parent_session_id text, agent_id text, machine text, updated_at text
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE push_messages (
+    message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE push_chunks (
+    message_uuid text, chunk_index integer, start_char integer, end_char integer, embedding vector
+) ON COMMIT DELETE ROWS;
+"""
+
+_CONVERSATION_TYPES = ["text"] * 10
+_MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text"]
+_CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
+
+# Newest journal version (by updated_at) wins for the descriptive columns; the
+# time span only grows; the machine that pushed first keeps the row. The WHERE
+# makes a re-push of an unchanged conversation write nothing.
+_UPSERT_CONVERSATIONS = """
+INSERT INTO conversations (session_id, project_path, git_branch, name, started_at, last_at,
+                           parent_session_id, agent_id, machine, updated_at)
+SELECT DISTINCT ON (session_id) session_id, project_path, git_branch, name, started_at::timestamptz,
+       last_at::timestamptz, parent_session_id, agent_id, machine, updated_at::timestamptz
+FROM push_conversations ORDER BY session_id, updated_at DESC NULLS LAST
+ON CONFLICT (session_id) DO UPDATE SET
+    project_path = CASE WHEN n.newer THEN excluded.project_path ELSE conversations.project_path END,
+    git_branch = CASE WHEN n.newer THEN excluded.git_branch ELSE conversations.git_branch END,
+    name = CASE WHEN n.newer THEN excluded.name ELSE conversations.name END,
+    parent_session_id = coalesce(conversations.parent_session_id, excluded.parent_session_id),
+    agent_id = coalesce(conversations.agent_id, excluded.agent_id),
+    started_at = least(conversations.started_at, excluded.started_at),
+    last_at = greatest(conversations.last_at, excluded.last_at),
+    updated_at = greatest(conversations.updated_at, excluded.updated_at)
+""".replace("n.newer", "(conversations.updated_at IS NULL OR excluded.updated_at > conversations.updated_at)") + """
+WHERE conversations.updated_at IS NULL OR excluded.updated_at > conversations.updated_at
+   OR excluded.last_at > conversations.last_at OR excluded.started_at < conversations.started_at
+   OR (conversations.last_at IS NULL AND excluded.last_at IS NOT NULL)
+   OR (conversations.started_at IS NULL AND excluded.started_at IS NOT NULL)
+"""
+
+_INSERT_MESSAGES = """
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num)
+SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz, t.seq
+FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
+ON CONFLICT DO NOTHING
+"""
+
+# Two journals that numbered one session differently (rare: different
+# import histories) collide on (conversation_id, sequence_num) with different
+# uuids; those messages go after the conversation's last one instead of
+# being lost.
+_INSERT_RENUMBERED = """
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num)
+SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz,
+       top.seq + row_number() OVER (PARTITION BY c.id ORDER BY t.seq)
+FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
+CROSS JOIN LATERAL (SELECT coalesce(max(sequence_num), -1) AS seq FROM messages m
+                    WHERE m.conversation_id = c.id) top
+WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_uuid = t.message_uuid)
+ON CONFLICT DO NOTHING
+"""
+
+_MISSING = """
+SELECT t.message_uuid FROM push_messages t
+WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_uuid = t.message_uuid)
+"""
+
+_INSERT_CHUNKS = """
+INSERT INTO {table} (message_id, chunk_index, start_char, end_char, embedding)
+SELECT m.id, t.chunk_index, t.start_char, t.end_char, t.embedding
+FROM push_chunks t JOIN messages m ON m.message_uuid = t.message_uuid
+ON CONFLICT (message_id, chunk_index) DO NOTHING
+"""
+
+
+def vector_table(space_id):
+    return f"vectors_{int(space_id)}"
+
+
+def index_expression(dimensions):
+    """The indexed expression and operator class for a space of ``dimensions``.
+
+    Above pgvector's 2,000-dimension index limit the index is on a halfvec
+    cast; readers must order by the same expression to use it.
+    """
+    if dimensions <= HNSW_MAX_DIMS:
+        return "embedding", "vector_cosine_ops"
+    return f"(embedding::halfvec({int(dimensions)}))", "halfvec_cosine_ops"
+
+
+def ivfflat_lists(rows):
+    """pgvector's advice: rows / 1000 up to a million rows, sqrt(rows) above."""
+    return max(1, rows // 1000) if rows <= 1_000_000 else int(math.sqrt(rows))
+
+
+class PgStore:
+    """The canonical store on one psycopg connection (``PgStore.open(url)``)."""
+
+    def __init__(self, conn, url=""):
+        self.conn, self.url = conn, url
+        self._spaces = {}
+        self._temp_ready = False
+
+    @classmethod
+    def open(cls, url, allow_insecure_remote=False, connect_timeout=pg.CONNECT_TIMEOUT, migrate=True):
+        """Connect, apply pending migrations, register pgvector's types."""
+        conn = pg.connect(url, allow_insecure_remote, connect_timeout, register=False)
+        try:
+            if migrate:
+                migrations.migrate(conn)
+            pg.register_vector_type(conn, url)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, url)
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- spaces ---------------------------------------------------------------
+
+    def ensure_space(self, space, index_kind="hnsw"):
+        """The id of ``space`` (a ``records.Space``), registering it and its vector table."""
+        if space.key in self._spaces:
+            return self._spaces[space.key]
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (migrations.LOCK_KEY, space.key))
+            row = self.conn.execute("SELECT id FROM spaces WHERE key = %s", (space.key,)).fetchone()
+            space_id = row[0] if row else self._insert_space(space, index_kind)
+            if space.canary is not None:
+                self.conn.execute("UPDATE spaces SET canary = %s WHERE id = %s AND canary IS NULL",
+                                  (space.canary, space_id))
+        self._spaces[space.key] = space_id
+        return space_id
+
+    def _insert_space(self, space, index_kind):
+        space_id = self.conn.execute(
+            "INSERT INTO spaces (key, provider, model, dimensions, options, canary, index_kind) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (space.key, space.provider, space.model, space.dimensions, json.dumps(space.options or {}),
+             space.canary, index_kind)).fetchone()[0]
+        table = vector_table(space_id)
+        self.conn.execute(
+            f"CREATE TABLE {table} (message_id uuid NOT NULL REFERENCES messages (id) ON DELETE CASCADE, "
+            "chunk_index integer NOT NULL, start_char integer NOT NULL, end_char integer NOT NULL, "
+            f"embedding vector({int(space.dimensions)}) NOT NULL, PRIMARY KEY (message_id, chunk_index))")
+        if index_kind == "hnsw" and space.dimensions <= HALFVEC_MAX_DIMS:
+            expr, ops = index_expression(space.dimensions)
+            self.conn.execute(f"CREATE INDEX {table}_embedding ON {table} USING hnsw ({expr} {ops})")
+        return space_id
+
+    def spaces(self):
+        """Every registered space as dicts (key, provider, model, dimensions, options, canary, vectors)."""
+        rows = self.conn.execute(
+            "SELECT id, key, provider, model, dimensions, options, canary, index_kind FROM spaces ORDER BY id"
+        ).fetchall()
+        names = ("id", "key", "provider", "model", "dimensions", "options", "canary", "index_kind")
+        return [dict(zip(names, row)) for row in rows]
+
+    # -- pushing --------------------------------------------------------------
+
+    def push(self, batch):
+        """Write ``batch`` (a ``records.Batch``) in one transaction; returns a ``PushResult``."""
+        space_id = self.ensure_space(batch.space) if batch.space is not None and batch.chunks else None
+        self._ensure_temp_tables()
+        with self.conn.transaction():
+            cur = self.conn.cursor()
+            self._copy(cur, "push_conversations", _CONVERSATION_TYPES, batch.conversations)
+            conversations = cur.execute(_UPSERT_CONVERSATIONS).rowcount
+            self._copy(cur, "push_messages", _MESSAGE_TYPES, batch.messages)
+            messages = cur.execute(_INSERT_MESSAGES).rowcount
+            if messages < len(batch.messages):
+                messages += cur.execute(_INSERT_RENUMBERED).rowcount
+            chunks = 0
+            if space_id is not None:
+                self._copy(cur, "push_chunks", _CHUNK_TYPES, batch.chunks)
+                chunks = cur.execute(_INSERT_CHUNKS.format(table=vector_table(space_id))).rowcount
+            missing = [row[0] for row in cur.execute(_MISSING)]
+        return PushResult(conversations, messages, chunks, missing)
+
+    def _copy(self, cur, table, types, rows):
+        if not rows:
+            return
+        with cur.copy(f"COPY {table} FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(types)
+            for index, row in enumerate(rows):
+                copy.write_row(row)
+                if index == len(rows) // 2:
+                    faults.point(f"mid-copy-{table}")
+
+    def _ensure_temp_tables(self):
+        if not self._temp_ready:
+            self.conn.execute(_TEMP_TABLES)
+            self._temp_ready = True
+
+    # -- maintenance and counts -----------------------------------------------
+
+    def refresh_index(self, space_id):
+        """After a bulk load: ANALYZE; an ivfflat space gets its index (re)built
+        when its row count outgrew the index's ``lists``. Returns the lists used, or None."""
+        table = vector_table(space_id)
+        self.conn.execute(f"ANALYZE {table}")
+        kind, lists, dims = self.conn.execute(
+            "SELECT index_kind, index_lists, dimensions FROM spaces WHERE id = %s", (space_id,)).fetchone()
+        if kind != "ivfflat" or dims > HALFVEC_MAX_DIMS:
+            return None
+        rows = self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        wanted = ivfflat_lists(rows)
+        if lists is not None and wanted < 2 * lists:
+            return lists
+        expr, ops = index_expression(dims)
+        with self.conn.transaction():
+            self.conn.execute(f"DROP INDEX IF EXISTS {table}_embedding")
+            self.conn.execute(f"CREATE INDEX {table}_embedding ON {table} "
+                              f"USING ivfflat ({expr} {ops}) WITH (lists = {wanted})")
+            self.conn.execute("UPDATE spaces SET index_lists = %s WHERE id = %s", (wanted, space_id))
+        return wanted
+
+    def counts(self):
+        """Rows per table: conversations, messages and vectors per space key."""
+        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        vectors = {s["key"]: one(f"SELECT count(*) FROM {vector_table(s['id'])}") for s in self.spaces()}
+        return {"conversations": one("SELECT count(*) FROM conversations"),
+                "messages": one("SELECT count(*) FROM messages"), "vectors": vectors}
