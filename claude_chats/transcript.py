@@ -35,10 +35,14 @@ DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY)
 MAX_TOOL_RESULT_CHARS = 100_000    # tool output beyond this is cut, with a marker saying so
 MAX_TOOL_INPUT_CHARS = 2_000
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]{16,}")
+# CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or ESC \), other ESC pairs.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][0-9A-Za-z]|\x1b[@-_]?")
+_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+%-]+)*;base64,[A-Za-z0-9+/]{16,}(?:%3D|=){0,2}")
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{300,}={0,2}")
-_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+# Notes Claude Code adds around what the person typed; only complete elements count, so a
+# prompt that merely mentions "<system-reminder>" is left alone.
+_NOTE = re.compile(r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics|task-notification|"
+                   r"user-prompt-submit-hook|session-start-hook)>.*?</\1>", re.S)
 _COMMAND_TAGS = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
                  "<local-command-stderr>", "<local-command-caveat>", "<bash-input>", "<bash-stdout>",
                  "<bash-stderr>")
@@ -93,8 +97,10 @@ class FileContext:
 
     ``agent_id`` is set for subagent transcripts (from the file name
     ``agent-<id>.jsonl``); their records become their own conversation,
-    ``<parent session>:agent-<id>``, linked to the parent. ``warmup`` is decided
-    by the file's first user line and must be carried across incremental calls.
+    ``<parent session>:agent-<id>``, linked to the parent (the lines' ``sessionId``;
+    for ``<session>/subagents/agent-<id>.jsonl`` the folder names it too, which is
+    the fallback for lines without one). ``warmup`` is decided by the file's
+    first user line and must be carried across incremental calls.
     """
 
     __slots__ = ("fallback_session_id", "agent_id", "warmup")
@@ -104,10 +110,12 @@ class FileContext:
 
     @classmethod
     def for_path(cls, path):
-        name = path.replace("\\", "/").rsplit("/", 1)[-1]
+        folders = path.replace("\\", "/").split("/")
+        name = folders.pop()
         stem = name[:-6] if name.endswith(".jsonl") else name
         if stem.startswith("agent-"):
-            return cls(fallback_session_id=None, agent_id=stem[6:])
+            parent = folders[-2] if len(folders) >= 2 and folders[-1] == "subagents" and folders[-2] else None
+            return cls(fallback_session_id=parent, agent_id=stem[6:])
         return cls(fallback_session_id=stem)
 
 
@@ -162,28 +170,38 @@ def parse_lines(data, ctx, final=False):
         if not raw.strip():
             continue
         result.lines += 1
-        try:
-            obj = json.loads(raw)
-        except ValueError:  # invalid JSON or invalid UTF-8 (UnicodeDecodeError is a ValueError)
-            obj = _loads_lenient(raw)
-            if obj is None:
-                result.skip("invalid json")
-                continue
+        obj = _loads(raw)
+        if obj is None:
+            result.skip("invalid json")
+            continue
         if not isinstance(obj, dict):
             result.skip("not an object")
             continue
         try:
             _parse_object(obj, ctx, result, seen_blocks)
-        except (TypeError, AttributeError, KeyError, ValueError):
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError):
             result.skip("malformed record")
     return result
 
 
-def _loads_lenient(raw):
-    """Second chance for a line with invalid UTF-8: replace the bad bytes."""
+def _loads(raw):
+    """One line as JSON, or None. Never raises: a bad line must not block the lines after it.
+
+    Invalid UTF-8 bytes are replaced; NUL bytes (what a crash can leave in a
+    file) and raw control characters get a second chance; nesting too deep for
+    the decoder (RecursionError) is an invalid line like any other.
+    """
     try:
-        return json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8-sig", "replace")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return json.loads(text.replace("\x00", ""), strict=False)
+    except (ValueError, RecursionError):
         return None
 
 
@@ -236,14 +254,12 @@ def _new_record(obj, ctx, role, kind, text, part):
     if not isinstance(uuid, str) or not uuid:
         return None
     message = obj.get("message")
-    message_id = message.get("id") if isinstance(message, dict) else None
-    branch = obj.get("gitBranch")
+    message_id = _str(message.get("id")) if isinstance(message, dict) else None
     return Record(
         uuid if part == 0 else f"{uuid}#{part}", session, role, kind, text,
-        timestamp=_str(obj.get("timestamp")), cwd=_str(obj.get("cwd")),
-        git_branch=branch if isinstance(branch, str) and branch else None,
-        is_sidechain=bool(obj.get("isSidechain")), agent_id=agent, parent_session_id=parent,
-        message_id=message_id if isinstance(message_id, str) else None, slug=_str(obj.get("slug")),
+        timestamp=_str(obj.get("timestamp")), cwd=_str(obj.get("cwd")), git_branch=_str(obj.get("gitBranch")),
+        is_sidechain=obj.get("isSidechain") is True, agent_id=agent, parent_session_id=parent,
+        message_id=message_id, slug=_str(obj.get("slug")),
     )
 
 
@@ -271,9 +287,9 @@ def _parse_message(obj, line_type, ctx, result, seen_blocks):
     if role == "user":
         parts = _user_parts(obj, content)
     else:
-        parts = _assistant_parts(content, message.get("id"), seen_blocks)
+        parts = _assistant_parts(content, _str(message.get("id")), seen_blocks)
     if ctx.agent_id and ctx.warmup is None and role == "user":
-        ctx.warmup = any(k == TEXT and t.strip() == "Warmup" for _, k, t in parts)
+        ctx.warmup = any(p[1] == TEXT and p[2] == "Warmup" for p in parts)
     if ctx.agent_id and ctx.warmup:
         result.skip("warmup subagent")
         return
@@ -284,9 +300,12 @@ def _parse_message(obj, line_type, ctx, result, seen_blocks):
 
 
 def _emit(obj, ctx, result, parts):
+    """Records of one line. A part is (role, kind, text), numbered by its position,
+    or (role, kind, text, number) when the number must not depend on what was
+    dropped before it (assistant blocks: the index of the block in the line)."""
     emitted = False
-    for i, (role, kind, text) in enumerate(parts):
-        record = _new_record(obj, ctx, role, kind, text, i)
+    for i, part in enumerate(parts):
+        record = _new_record(obj, ctx, part[0], part[1], part[2], part[3] if len(part) > 3 else i)
         if record is not None:
             result.records.append(record)
             emitted = True
@@ -327,6 +346,12 @@ def _user_parts(obj, content):
 
 
 def _classify_user_text(text, obj):
+    """Kind of a user text: typed by the person (TEXT) or added by Claude Code.
+
+    Notes wrapped around a typed prompt (an IDE note before it, a system
+    reminder after it) are split off: the prompt stays TEXT, IDE and other
+    notes become a META part before it, system reminders are dropped.
+    """
     if not text:
         return []
     if obj.get("isMeta"):
@@ -335,14 +360,14 @@ def _classify_user_text(text, obj):
         return [("user", INTERRUPT, text)]
     if text.startswith(_COMMAND_TAGS):
         return [("user", COMMAND, text)]
-    if text.startswith(_META_TAGS):
-        stripped = _SYSTEM_REMINDER.sub("", text).strip()
-        if stripped and not stripped.startswith(_META_TAGS) and stripped != text:
-            return [("user", TEXT, stripped)]
+    if "<" in text and _NOTE.search(text):
+        rest = _NOTE.sub("", text).strip()
+        if rest:
+            notes = "\n".join(m.group(0) for m in _NOTE.finditer(text) if m.group(1) != "system-reminder")
+            return ([("user", META, notes)] if notes else []) + _classify_user_text(rest, {})
         return [("user", META, text)]
-    if "<system-reminder>" in text:
-        stripped = _SYSTEM_REMINDER.sub("", text).strip()
-        return [("user", TEXT, stripped)] if stripped else [("user", META, text)]
+    if text.startswith(_META_TAGS):  # an unclosed note, or the local-command caveat
+        return [("user", META, text)]
     return [("user", TEXT, text)]
 
 
@@ -390,7 +415,7 @@ def _assistant_parts(content, message_id, seen_blocks):
     if not isinstance(content, list):
         return []
     parts = []
-    for block in content:
+    for index, block in enumerate(content):
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
@@ -409,7 +434,7 @@ def _assistant_parts(content, message_id, seen_blocks):
             if key in seen_blocks:
                 continue
             seen_blocks.add(key)
-        parts.append(("assistant",) + part)
+        parts.append(("assistant",) + part + (index,))
     return parts
 
 
