@@ -7,32 +7,43 @@ So the import path is stdlib + apsw + the parser and writer, nothing else: no
 numpy, no providers, no MCP, no Postgres driver (a test guards this).
 """
 
-import json
 import os
 import sys
 import time
 
-from . import paths
+from . import jsonl, paths
 
 LOG_NAME = "hook.log"
 MAX_LOG_BYTES = 1 << 20
 
 
 def main():
-    payload = {}
+    """Entry point of ``record-conversation``. Never returns: exits 0 at once.
+
+    ``os._exit`` skips interpreter teardown and the journal's checkpoint on
+    close (the transaction is already committed to the WAL; later writers
+    checkpoint), which is a good part of the hook's budget.
+    """
+    payload, conn = {}, None
     try:
         payload = _read_payload()
-        run(payload)
+        conn = open_journal()
+        run(payload, conn)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail Claude Code
         log_error(payload, exc)
-    return 0
+    os._exit(0)
+
+
+def open_journal():
+    from .localstore import db
+    return db.connect(paths.journal_path())
 
 
 def _read_payload():
     raw = sys.stdin.buffer.read() if sys.stdin is not None else b""
     if not raw.strip():
         raise ValueError("empty hook payload on stdin")
-    payload = json.loads(raw)
+    payload = jsonl.loads(raw)
     if not isinstance(payload, dict):
         raise ValueError(f"hook payload is a JSON {type(payload).__name__}, not an object")
     return payload
@@ -47,28 +58,24 @@ def _path(payload, key):
     return os.path.expanduser(value)
 
 
-def run(payload):
-    """Store what is new in the payload's transcript (and its subagents')."""
-    from .localstore import db, writer
+def run(payload, conn):
+    """Store what is new in the payload's transcript (and its subagents') into ``conn``."""
+    from .localstore import writer
 
     transcript_path = _path(payload, "transcript_path")
     agent_path = _path(payload, "agent_transcript_path")
     if transcript_path is None and agent_path is None:
         raise ValueError("hook payload has no transcript_path")
-    conn = db.connect(paths.journal_path())
-    try:
-        stats = writer.IngestStats()
-        if transcript_path:
-            if not os.path.exists(transcript_path):
-                raise FileNotFoundError(f"transcript not found: {transcript_path}")
-            writer.ingest_session(conn, transcript_path, stats)
-        if agent_path:
-            writer.ingest_file(conn, agent_path, stats)
-        conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES ('last_hook', ?)", (json.dumps({
-            "at": writer.now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
-            "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}),))
-    finally:
-        conn.close()
+    stats = writer.IngestStats()
+    if transcript_path:
+        if not os.path.exists(transcript_path):
+            raise FileNotFoundError(f"transcript not found: {transcript_path}")
+        writer.ingest_session(conn, transcript_path, stats)
+    if agent_path:
+        writer.ingest_file(conn, agent_path, stats)
+    conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES ('last_hook', ?)", (jsonl.dumps({
+        "at": writer.now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
+        "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}),))
     return stats
 
 
@@ -81,7 +88,7 @@ def log_error(payload, exc):
         if os.path.exists(path) and os.path.getsize(path) > MAX_LOG_BYTES:
             os.replace(path, path + ".1")
         session = payload.get("session_id") if isinstance(payload, dict) else None
-        line = json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        line = jsonl.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                            "session_id": str(session)[:200] if session is not None else None,
                            "event": str(payload.get("hook_event_name"))[:64] if isinstance(payload, dict) else None,
                            "error": f"{type(exc).__name__}: {exc}"[:2000]})

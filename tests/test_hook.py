@@ -153,11 +153,13 @@ def test_hook_import_path_stays_minimal(tmp_path):
     """No numpy, providers, MCP, Postgres driver, or heavy helpers on the hook's path."""
     path = tmp_path / "sess-1.jsonl"
     path.write_bytes(lines.encode(*lines.conversation(2)))
-    code = ("import json, sys; from claude_chats import hook; "
-            f"hook.run(json.loads({json.dumps(json.dumps(payload(path)))})); print(json.dumps(sorted(sys.modules)))")
+    code = ("import sys; from claude_chats import hook, jsonl; "
+            f"hook.run(jsonl.loads({json.dumps(payload(path))!r}), hook.open_journal()); "
+            "sys.stdout.write(chr(10).join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=60).stdout
-    loaded = set(json.loads(out))
-    forbidden = {"numpy", "psycopg", "pgvector", "llama_cpp", "fastmcp", "mcp", "boto3", "botocore", "httpx",
+    loaded = set(out.decode().split())
+    assert "claude_chats.localstore.writer" in loaded
+    forbidden = {"json", "numpy", "psycopg", "pgvector", "llama_cpp", "fastmcp", "mcp", "boto3", "botocore", "httpx",
                  "openai", "sqlite_vec", "platformdirs", "click", "rich", "dataclasses", "logging", "tomllib",
                  "claude_chats.models", "claude_chats.mcp", "claude_chats.cli", "claude_chats.config"}
     assert not (loaded & forbidden), loaded & forbidden

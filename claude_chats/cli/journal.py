@@ -1,6 +1,7 @@
 """``chats import``, ``chats search``, ``chats show``, ``chats sessions``: the local journal."""
 
 import os
+import time
 
 import click
 
@@ -29,16 +30,20 @@ def import_cmd(sources, as_json):
     if not sources and not os.path.isdir(roots[0]):
         raise click.ClickException(f"no transcripts folder at {roots[0]} (pass a folder or file to import)")
     files = discover(roots)
+    started = time.perf_counter()
     with _journal() as journal:
         if is_tty() and not as_json:
             stats = _import_with_progress(journal, files)
         else:
             stats = journal.import_files(files)
     summary = stats.as_dict()
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    summary["mb_per_second"] = round(summary["bytes"] / 1e6 / max(summary["seconds"], 1e-9), 1)
     if as_json:
         emit_json(summary)
         return
-    click.echo(f"{len(files)} files read, {summary['bytes'] / 1e6:.1f} MB: {summary['messages']} new messages "
+    click.echo(f"{len(files)} files, {summary['bytes'] / 1e6:.1f} MB read in {summary['seconds']:.1f} s "
+               f"({summary['mb_per_second']} MB/s): {summary['messages']} new messages "
                f"in {summary['sessions']} sessions; {summary['duplicates']} already stored; "
                f"{summary['skipped']} lines skipped; {len(summary['errors'])} errors")
     for reason, count in summary["skipped_by_reason"].items():
