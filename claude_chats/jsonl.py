@@ -8,6 +8,7 @@ Elsewhere, use ``json``.
 """
 
 try:
+    from _json import encode_basestring as _quote_utf8
     from _json import encode_basestring_ascii as _quote
     from _json import make_scanner as _make_scanner
 except ImportError:  # pragma: no cover - not CPython
@@ -26,19 +27,27 @@ class _Context:
     memo = {}
 
 
+class _LaxContext(_Context):
+    strict = False  # control characters allowed inside strings
+
+
 _scan = _make_scanner(_Context()) if _make_scanner else None
+_scan_lax = _make_scanner(_LaxContext()) if _make_scanner else None
 _WS = " \t\n\r"
 
 
-def loads(data):
-    """``json.loads`` for one document (bytes must be UTF-8). Raises ValueError."""
+def loads(data, strict=True):
+    """``json.loads`` for one document (bytes must be UTF-8). Raises ValueError.
+
+    ``strict=False`` allows control characters inside strings, as in ``json``.
+    """
     if _scan is None:  # pragma: no cover
         import json
-        return json.loads(data)
+        return json.loads(data, strict=strict)
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
     start = len(text) - len(text.lstrip(_WS))
     try:
-        value, end = _scan(text, start)
+        value, end = (_scan if strict else _scan_lax)(text, start)
     except StopIteration as exc:
         raise ValueError(f"no JSON value at character {exc.value}") from None
     if text[end:].strip(_WS):
@@ -46,8 +55,13 @@ def loads(data):
     return value
 
 
-def dumps(obj):
-    """JSON for flat dicts/lists of str, int, float, bool and None (what the hook logs)."""
+def dumps(obj, ensure_ascii=True, separators=(", ", ": "), _depth=0):
+    """``json.dumps`` for plain data: dicts, lists, str, int, float, bool, None.
+
+    Anything else is written as its ``str``; nesting deeper than 32 levels as
+    ``"…"`` (the hook must never fail on a hostile transcript).
+    """
+    quote = _quote if ensure_ascii else _quote_utf8
     if obj is None:
         return "null"
     if obj is True:
@@ -55,11 +69,15 @@ def dumps(obj):
     if obj is False:
         return "false"
     if isinstance(obj, str):
-        return _quote(obj)
+        return quote(obj)
     if isinstance(obj, (int, float)):
         return repr(obj)
+    if _depth > 32:
+        return quote("…")
+    item, key = separators
     if isinstance(obj, dict):
-        return "{" + ", ".join(f"{_quote(str(k))}: {dumps(v)}" for k, v in obj.items()) + "}"
+        return "{" + item.join(f"{quote(str(k))}{key}{dumps(v, ensure_ascii, separators, _depth + 1)}"
+                               for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
-        return "[" + ", ".join(dumps(v) for v in obj) + "]"
-    return _quote(str(obj))
+        return "[" + item.join(dumps(v, ensure_ascii, separators, _depth + 1) for v in obj) + "]"
+    return quote(str(obj))

@@ -12,11 +12,12 @@ idempotent. Assistant replies are streamed as several lines sharing
 ``message.id`` (one block each); each block is its own record, and
 ``message_id`` keeps them grouped.
 
-Imports stay minimal (json, re): the hook runs this on every turn.
+Imports stay minimal: the hook runs this on every turn. JSON is decoded with
+the C scanner (``jsonl``) and regular expressions are compiled only when a
+line needs one, so plain lines cost neither ``json`` nor ``re``.
 """
 
-import json
-import re
+from . import jsonl
 
 # Record kinds. DEFAULT_KINDS are what search covers unless asked otherwise.
 TEXT = "text"                      # typed by the person, or the assistant's prose
@@ -35,14 +36,28 @@ DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY)
 MAX_TOOL_RESULT_CHARS = 100_000    # tool output beyond this is cut, with a marker saying so
 MAX_TOOL_INPUT_CHARS = 2_000
 
-# CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or ESC \), other ESC pairs.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][0-9A-Za-z]|\x1b[@-_]?")
-_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+%-]+)*;base64,[A-Za-z0-9+/]{16,}(?:%3D|=){0,2}")
-_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{300,}={0,2}")
-# Notes Claude Code adds around what the person typed; only complete elements count, so a
-# prompt that merely mentions "<system-reminder>" is left alone.
-_NOTE = re.compile(r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics|task-notification|"
-                   r"user-prompt-submit-hook|session-start-hook)>.*?</\1>", re.S)
+
+class _Patterns:
+    """Regular expressions, compiled on first use (``re`` costs the hook milliseconds)."""
+
+    def __getattr__(self, name):
+        import re
+
+        # CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or ESC \), other ESC pairs.
+        self.ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][0-9A-Za-z]|\x1b[@-_]?")
+        self.DATA_URI = re.compile(
+            r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+%-]+)*;base64,[A-Za-z0-9+/]{16,}(?:%3D|=){0,2}")
+        self.BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{300,}={0,2}")
+        # Notes Claude Code adds around what the person typed; only complete elements count, so a
+        # prompt that merely mentions "<system-reminder>" is left alone.
+        self.NOTE = re.compile(r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics|task-notification|"
+                               r"user-prompt-submit-hook|session-start-hook)>.*?</\1>", re.S)
+        return object.__getattribute__(self, name)
+
+
+_RX = _Patterns()
+_NOTE_TAGS = ("<system-reminder>", "<ide_opened_file>", "<ide_selection>", "<ide_diagnostics>",
+              "<task-notification>", "<user-prompt-submit-hook>", "<session-start-hook>")
 _COMMAND_TAGS = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
                  "<local-command-stderr>", "<local-command-caveat>", "<bash-input>", "<bash-stdout>",
                  "<bash-stderr>")
@@ -140,11 +155,18 @@ def clean_text(text):
     if "\x00" in text:
         text = text.replace("\x00", "")
     if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if len(text) >= 300 or "base64," in text:
-        text = _DATA_URI.sub("[base64 data omitted]", text)
-        text = _BASE64_RUN.sub(_base64_placeholder, text)
+        text = _RX.ANSI.sub("", text)
+    if "base64," in text or _has_long_word(text):
+        text = _RX.DATA_URI.sub("[base64 data omitted]", text)
+        text = _RX.BASE64_RUN.sub(_base64_placeholder, text)
     return text.strip()
+
+
+def _has_long_word(text, size=300):
+    """Whether ``text`` holds a run of ``size`` characters without white space (a base64 suspect)."""
+    if len(text) < size:
+        return False
+    return any(len(word) >= size for word in text.split())
 
 
 def _base64_placeholder(match):
@@ -171,7 +193,7 @@ def parse_lines(data, ctx, final=False):
             continue
         result.lines += 1
         obj = _loads(raw)
-        if obj is None:
+        if obj is _INVALID:
             result.skip("invalid json")
             continue
         if not isinstance(obj, dict):
@@ -184,8 +206,11 @@ def parse_lines(data, ctx, final=False):
     return result
 
 
+_INVALID = object()
+
+
 def _loads(raw):
-    """One line as JSON, or None. Never raises: a bad line must not block the lines after it.
+    """One line as JSON, or ``_INVALID``. Never raises: a bad line must not block the lines after it.
 
     Invalid UTF-8 bytes are replaced; NUL bytes (what a crash can leave in a
     file) and raw control characters get a second chance; nesting too deep for
@@ -196,13 +221,13 @@ def _loads(raw):
     except UnicodeDecodeError:
         text = raw.decode("utf-8-sig", "replace")
     try:
-        return json.loads(text)
+        return jsonl.loads(text)
     except (ValueError, RecursionError):
         pass
     try:
-        return json.loads(text.replace("\x00", ""), strict=False)
+        return jsonl.loads(text.replace("\x00", ""), strict=False)
     except (ValueError, RecursionError):
-        return None
+        return _INVALID
 
 
 def _parse_object(obj, ctx, result, seen_blocks):
@@ -360,10 +385,10 @@ def _classify_user_text(text, obj):
         return [("user", INTERRUPT, text)]
     if text.startswith(_COMMAND_TAGS):
         return [("user", COMMAND, text)]
-    if "<" in text and _NOTE.search(text):
-        rest = _NOTE.sub("", text).strip()
+    if "<" in text and any(tag in text for tag in _NOTE_TAGS) and _RX.NOTE.search(text):
+        rest = _RX.NOTE.sub("", text).strip()
         if rest:
-            notes = "\n".join(m.group(0) for m in _NOTE.finditer(text) if m.group(1) != "system-reminder")
+            notes = "\n".join(m.group(0) for m in _RX.NOTE.finditer(text) if m.group(1) != "system-reminder")
             return ([("user", META, notes)] if notes else []) + _classify_user_text(rest, {})
         return [("user", META, text)]
     if text.startswith(_META_TAGS):  # an unclosed note, or the local-command caveat
@@ -458,7 +483,7 @@ def tool_use_line(name, tool_input):
     elif keys:
         body = " ".join(str(tool_input[k]) for k in keys if tool_input.get(k) not in (None, ""))
     else:
-        body = json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
+        body = jsonl.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
     body = clean_text(body)
     if len(body) > MAX_TOOL_INPUT_CHARS:
         body = body[:MAX_TOOL_INPUT_CHARS] + " [...]"

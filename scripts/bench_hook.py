@@ -87,6 +87,10 @@ def main():
         shutil.which("record-conversation")
     if not hook:
         raise SystemExit("record-conversation is not installed (pip install -e .)")
+    # An installed package has its .pyc files (pip compiles them); an editable
+    # install under PYTHONDONTWRITEBYTECODE would compile the source on every run.
+    import claude_chats
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(claude_chats.__file__)], check=True)
     work = tempfile.mkdtemp(prefix="bench-hook-")
     env = dict(os.environ, CLAUDE_CHATS_HOME=os.path.join(work, "home"), CLAUDE_CHATS_SYNC_INTERVAL="0")
     cases = {}
