@@ -33,7 +33,7 @@ _CONVERSATION_TYPES = ["text"] * 10
 _MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
 
-# Newest journal version (by updated_at) wins for the descriptive columns; the
+# Newest journal version (by updated_at; the later push on a tie) wins for the descriptive columns; the
 # time span only grows; the machine that pushed first keeps the row. The WHERE
 # makes a re-push of an unchanged conversation write nothing.
 _UPSERT_CONVERSATIONS = """
@@ -51,8 +51,11 @@ ON CONFLICT (session_id) DO UPDATE SET
     started_at = least(conversations.started_at, excluded.started_at),
     last_at = greatest(conversations.last_at, excluded.last_at),
     updated_at = greatest(conversations.updated_at, excluded.updated_at)
-""".replace("n.newer", "(conversations.updated_at IS NULL OR excluded.updated_at > conversations.updated_at)") + """
+""".replace("n.newer", "(conversations.updated_at IS NULL OR excluded.updated_at >= conversations.updated_at)") + """
 WHERE conversations.updated_at IS NULL OR excluded.updated_at > conversations.updated_at
+   OR (excluded.updated_at = conversations.updated_at
+       AND (excluded.name, excluded.git_branch, excluded.project_path)
+           IS DISTINCT FROM (conversations.name, conversations.git_branch, conversations.project_path))
    OR excluded.last_at > conversations.last_at OR excluded.started_at < conversations.started_at
    OR (conversations.last_at IS NULL AND excluded.last_at IS NOT NULL)
    OR (conversations.started_at IS NULL AND excluded.started_at IS NOT NULL)
@@ -170,10 +173,53 @@ class PgStore:
             f"CREATE TABLE {table} (message_id uuid NOT NULL REFERENCES messages (id) ON DELETE CASCADE, "
             "chunk_index integer NOT NULL, start_char integer NOT NULL, end_char integer NOT NULL, "
             f"embedding vector({int(space.dimensions)}) NOT NULL, PRIMARY KEY (message_id, chunk_index))")
-        if index_kind == "hnsw" and space.dimensions <= HALFVEC_MAX_DIMS:
-            expr, ops = index_expression(space.dimensions)
-            self.conn.execute(f"CREATE INDEX {table}_embedding ON {table} USING hnsw ({expr} {ops})")
+        if index_kind == "hnsw":
+            self._create_index(space_id, "hnsw", space.dimensions)
         return space_id
+
+    def _create_index(self, space_id, kind, dimensions, lists=None):
+        if dimensions > HALFVEC_MAX_DIMS:
+            return  # beyond pgvector's index limits: exact search
+        table = vector_table(space_id)
+        expr, ops = index_expression(dimensions)
+        options = f" WITH (lists = {int(lists)})" if kind == "ivfflat" else ""
+        self.conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_embedding ON {table} "
+                          f"USING {kind} ({expr} {ops}){options}")
+
+    def _space_row(self, space_id):
+        return self.conn.execute("SELECT index_kind, index_lists, dimensions FROM spaces WHERE id = %s",
+                                 (space_id,)).fetchone()
+
+    def has_index(self, space_id):
+        return self.conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                                 (f"{vector_table(space_id)}_embedding",)).fetchone()[0]
+
+    def drop_index(self, space_id):
+        """Drop the space's vector index before a bulk load (``ensure_index`` rebuilds it)."""
+        self.conn.execute(f"DROP INDEX IF EXISTS {vector_table(space_id)}_embedding")
+
+    def ensure_index(self, space_id):
+        """(Re)build the space's vector index if it is missing (after a bulk load or a crash)."""
+        if self.has_index(space_id):
+            return False
+        kind, _lists, dims = self._space_row(space_id)
+        if kind == "ivfflat":
+            return self.refresh_index(space_id, force=True) is not None
+        self.conn.execute("SET maintenance_work_mem = '256MB'")
+        try:
+            self._create_index(space_id, kind, dims)
+        finally:
+            self.conn.execute("RESET maintenance_work_mem")
+        return True
+
+    def vector_count(self, space_id):
+        return self.conn.execute(f"SELECT count(*) FROM {vector_table(space_id)}").fetchone()[0]
+
+    def describe_error(self, exc):
+        """One line about a psycopg error, with the URL's password scrubbed."""
+        from . import dburl
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return dburl.scrub(text, self.url)
 
     def spaces(self):
         """Every registered space as dicts (key, provider, model, dimensions, options, canary, vectors)."""
@@ -221,24 +267,20 @@ class PgStore:
 
     # -- maintenance and counts -----------------------------------------------
 
-    def refresh_index(self, space_id):
+    def refresh_index(self, space_id, force=False):
         """After a bulk load: ANALYZE; an ivfflat space gets its index (re)built
-        when its row count outgrew the index's ``lists``. Returns the lists used, or None."""
+        when the row count outgrew its ``lists``. Returns the lists used, or None."""
         table = vector_table(space_id)
         self.conn.execute(f"ANALYZE {table}")
-        kind, lists, dims = self.conn.execute(
-            "SELECT index_kind, index_lists, dimensions FROM spaces WHERE id = %s", (space_id,)).fetchone()
+        kind, lists, dims = self._space_row(space_id)
         if kind != "ivfflat" or dims > HALFVEC_MAX_DIMS:
             return None
-        rows = self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        wanted = ivfflat_lists(rows)
-        if lists is not None and wanted < 2 * lists:
+        wanted = ivfflat_lists(self.vector_count(space_id))
+        if not force and lists is not None and wanted < 2 * lists and self.has_index(space_id):
             return lists
-        expr, ops = index_expression(dims)
         with self.conn.transaction():
-            self.conn.execute(f"DROP INDEX IF EXISTS {table}_embedding")
-            self.conn.execute(f"CREATE INDEX {table}_embedding ON {table} "
-                              f"USING ivfflat ({expr} {ops}) WITH (lists = {wanted})")
+            self.drop_index(space_id)
+            self._create_index(space_id, "ivfflat", dims, wanted)
             self.conn.execute("UPDATE spaces SET index_lists = %s WHERE id = %s", (wanted, space_id))
         return wanted
 

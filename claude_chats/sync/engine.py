@@ -1,0 +1,191 @@
+"""``chats sync``: pending journal messages -> chunks -> vectors -> Postgres.
+
+Per batch: embed what has no vectors yet (keeping them in the journal when a
+local vector store is given), push conversations + messages + vectors in one
+Postgres transaction, then mark the messages synced. Delivery is
+at-least-once and every write is idempotent, so a crash (kill -9) at any
+point loses nothing and duplicates nothing on the next run. Embedding
+failures stop the run and leave the messages pending; Postgres being down
+still lets the messages be embedded locally.
+"""
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+
+from ..errors import PostgresError, ProviderError
+from . import faults, journal_io
+from .records import Batch, Chunk, Space
+
+DEFAULT_BATCH = 500
+DEFER_INDEX_MIN = 20_000   # vectors: a backlog this big loads without the HNSW index, then builds it
+
+
+@dataclass
+class SyncReport:
+    pending_before: int = 0
+    embedded: int = 0           # messages embedded now
+    chunks: int = 0             # vectors computed now
+    pushed: int = 0             # messages newly inserted in Postgres
+    vectors_pushed: int = 0
+    conversations: int = 0      # conversations inserted or updated
+    batches: int = 0
+    pending_after: int = 0
+    postgres: str = "not configured"   # "ok", "not configured", "unreachable"
+    errors: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self):
+        return not self.errors
+
+    def as_dict(self):
+        return {**asdict(self), "ok": self.ok}
+
+
+class Syncer:
+    """One sync run over an open ``Journal``.
+
+    ``provider`` embeds (an ``EmbeddingProvider``), ``store`` is a ``PgStore``
+    or None (Postgres not configured or unreachable: embed only),
+    ``local`` keeps vectors in the journal (see ``localvec``) or None,
+    ``redact`` cleans text before it leaves the machine, ``progress(done,
+    total)`` is called after each batch.
+    """
+
+    def __init__(self, journal, provider, store=None, local=None, batch_size=DEFAULT_BATCH,
+                 redact=None, progress=None):
+        self.journal, self.provider, self.store, self.local = journal, provider, store, local
+        self.batch_size, self.redact, self.progress = max(1, int(batch_size)), redact, progress
+        self.report = SyncReport()
+        self.space = self.space_id = None
+
+    def run(self):
+        started = time.monotonic()
+        self.report.pending_before = journal_io.pending_count(self.journal.conn)
+        self.report.postgres = "ok" if self.store is not None else self.report.postgres
+        try:
+            self._prepare_space()
+            deferred = self._maybe_defer_index()
+            self._batches()
+            self._push_renamed_sessions()
+            if self.store is not None and self.space_id is not None:
+                self.store.ensure_index(self.space_id)
+                if deferred or self.report.vectors_pushed:
+                    self.store.refresh_index(self.space_id)
+        except ProviderError as exc:
+            self.report.errors.append(f"embedding failed, messages stay pending: {exc}")
+        except PostgresError as exc:
+            self.report.errors.append(str(exc))
+        self.report.pending_after = journal_io.pending_count(self.journal.conn)
+        self.report.seconds = round(time.monotonic() - started, 3)
+        self._record()
+        return self.report
+
+    # -- steps ------------------------------------------------------------------
+
+    def _prepare_space(self):
+        from ..models import canary_vector
+
+        space = self.provider.space
+        canary = canary_vector(self.provider)
+        self.space = Space(space.key, space.provider, space.model, int(space.dimensions),
+                           dict(space.options), canary)
+        if self.local is not None:
+            self.local.prepare(space, canary)
+        if self.store is not None:
+            self.space_id = self._pg(self.store.ensure_space, self.space)
+
+    def _maybe_defer_index(self):
+        """Drop the space's HNSW index for a backlog larger than what is indexed already."""
+        if self.store is None or self.space_id is None:
+            return False
+        existing = self._pg(self.store.vector_count, self.space_id)
+        if self.report.pending_before < max(DEFER_INDEX_MIN, existing):
+            return False
+        self._pg(self.store.drop_index, self.space_id)
+        return True
+
+    def _batches(self):
+        after_id = seen = 0
+        while True:
+            rows = self.journal.pending(limit=self.batch_size, after_id=after_id)
+            if not rows:
+                return
+            self._one_batch(rows)
+            after_id, seen = rows[-1]["id"], seen + len(rows)
+            self.report.batches += 1
+            if self.progress:
+                self.progress(seen, max(seen, self.report.pending_before))
+
+    def _one_batch(self, rows):
+        messages = journal_io.as_messages(rows, self.redact)
+        chunks = self._vectors(rows, messages)
+        faults.point("after-embed")
+        if self.store is None:
+            return
+        conversations = journal_io.conversations(self.journal.conn, {m.session_id for m in messages})
+        result = self._pg(self.store.push, Batch(conversations, messages, chunks, self.space))
+        faults.point("before-mark")
+        missing = set(result.missing)
+        self.journal.mark_synced([r["id"] for r in rows if r["uuid"] not in missing])
+        journal_io.mark_sessions_pushed(self.journal.conn, conversations)
+        self.report.pushed += result.messages
+        self.report.vectors_pushed += result.chunks
+        self.report.conversations += result.conversations
+        if missing:
+            self.report.errors.append(f"{len(missing)} message(s) did not reach Postgres and stay pending")
+
+    def _vectors(self, rows, messages):
+        """Chunk vectors of the batch: the journal's when it has them, else embedded now."""
+        from ..models import embed_texts
+
+        ids = [r["id"] for r in rows]
+        stored = self.local.load(ids) if self.local is not None else {}
+        todo = [i for i, r in enumerate(rows) if r["id"] not in stored]
+        if todo:
+            embedded = embed_texts(self.provider, [messages[i].content for i in todo])
+            fresh = {rows[i]["id"]: pieces for i, pieces in zip(todo, embedded)}
+            if self.local is not None:
+                self.local.save(fresh)
+            stored.update(fresh)
+            self.report.embedded += len(todo)
+            self.report.chunks += sum(len(p) for p in fresh.values())
+        return [Chunk(m.message_uuid, c.index, c.start, c.end, c.vector)
+                for r, m in zip(rows, messages) for c in stored.get(r["id"], ())]
+
+    def _push_renamed_sessions(self):
+        """Sessions renamed (or otherwise changed) after their messages were pushed."""
+        if self.store is None:
+            return
+        while True:
+            sessions = journal_io.unpushed_sessions(self.journal.conn, self.batch_size)
+            if not sessions:
+                return
+            result = self._pg(self.store.push, Batch(sessions, [], [], None))
+            journal_io.mark_sessions_pushed(self.journal.conn, sessions)
+            self.report.conversations += result.conversations
+            if len(sessions) < self.batch_size:
+                return
+
+    # -- helpers ----------------------------------------------------------------
+
+    def _pg(self, method, *args):
+        """Call the store; a lost connection becomes PostgresUnavailable for the report."""
+        import psycopg
+
+        from ..errors import PostgresUnavailable
+        try:
+            return method(*args)
+        except psycopg.OperationalError as exc:
+            self.report.postgres = "unreachable"
+            raise PostgresUnavailable(f"lost the connection to Postgres: {self.store.describe_error(exc)}") from None
+        except psycopg.Error as exc:
+            raise PostgresError(f"Postgres refused the push: {self.store.describe_error(exc)}") from None
+
+    def _record(self):
+        state = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **self.report.as_dict()}
+        try:
+            self.journal.set_state("last_sync", json.dumps(state))
+        except Exception:  # noqa: BLE001 - bookkeeping must not hide the sync's own result
+            pass

@@ -1,0 +1,83 @@
+"""What sync reads from and writes to the local journal, beyond ``Journal``'s own methods.
+
+Functions over the journal's apsw connection (``journal.conn``): the sessions
+a batch needs as ``records.Conversation``, sessions renamed since their last
+push, and the bookkeeping that a session version reached Postgres.
+"""
+
+import json
+import re
+from datetime import datetime
+
+from ..localstore.db import Immediate
+from .records import Conversation, Message
+
+_CONVERSATION_SQL = """
+SELECT id, project_path, git_branch, coalesce(name, agent_name, summary, slug), first_at, last_at,
+       parent_session_id, agent_id, machine, updated_at
+FROM sessions"""
+
+
+def conversations(conn, session_ids):
+    """``records.Conversation`` of each session id (unknown ids are left out)."""
+    ids = sorted(set(session_ids))
+    if not ids:
+        return []
+    rows = conn.execute(f"{_CONVERSATION_SQL} WHERE id IN (SELECT value FROM json_each(?))",
+                        (json.dumps(ids),)).fetchall()
+    return [_conversation(row) for row in rows]
+
+
+def unpushed_sessions(conn, limit=1000):
+    """Sessions whose current version never reached Postgres (new, or renamed since)."""
+    rows = conn.execute(f"{_CONVERSATION_SQL} WHERE synced_at IS NULL OR synced_at < updated_at "
+                        "ORDER BY id LIMIT ?", (limit,)).fetchall()
+    return [_conversation(row) for row in rows]
+
+
+def mark_sessions_pushed(conn, conversations_):
+    """Record that these session versions are in Postgres (``synced_at`` = pushed ``updated_at``).
+
+    Only rows still exactly as pushed are marked: a session renamed while the
+    push ran stays due and goes again next time.
+    """
+    rows = [(c.updated_at, c.session_id, c.updated_at, c.name, c.git_branch, c.project_path)
+            for c in conversations_]
+    with Immediate(conn):
+        conn.executemany(
+            "UPDATE sessions SET synced_at = ? WHERE id = ? AND updated_at = ? "
+            "AND coalesce(name, agent_name, summary, slug) IS ? AND git_branch IS ? AND project_path IS ?", rows)
+
+
+def as_messages(pending_rows, redact=None):
+    """``records.Message`` for rows of ``Journal.pending``; ``redact`` cleans the text first."""
+    clean = redact or (lambda text: text)
+    return [Message(r["uuid"], r["session_id"], r["seq"], r["role"], r["kind"], clean(r["content"]),
+                    timestamp(r["created_at"])) for r in pending_rows]
+
+
+_ISO = re.compile(r"\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d{1,6})?)?)?(Z|[+-]\d\d(:?\d\d)?)?")
+
+
+def timestamp(value):
+    """``value`` if it is an ISO-8601 timestamp Postgres will accept, else None.
+
+    One malformed timestamp must not make a whole batch fail forever.
+    """
+    if value is None or not _ISO.fullmatch(value):
+        return None
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return value
+
+
+def _conversation(row):
+    (sid, project, branch, name, first, last, parent, agent, machine, updated) = row
+    return Conversation(sid, project, branch, name, timestamp(first), timestamp(last), parent, agent,
+                        machine, timestamp(updated))
+
+
+def pending_count(conn):
+    return conn.execute("SELECT count(*) FROM messages WHERE synced = 0").fetchall()[0][0]

@@ -1,0 +1,97 @@
+"""The sync entry point: settings -> lock, journal, provider, Postgres -> ``Syncer``.
+
+``run_sync()`` is what ``chats sync``, the hook's background start and the
+scheduled job run. Library callers (tests, benchmarks) can pass the journal,
+provider and store themselves.
+"""
+
+from .. import config
+from ..errors import PostgresUnavailable, ProviderError
+from .engine import DEFAULT_BATCH, SyncReport, Syncer
+from .lock import SyncLock
+
+
+def open_store(settings):
+    """A ``PgStore`` for the configured database, or None when none is configured.
+
+    Raises ``PostgresUnavailable`` / ``InsecureConnectionError`` / ``PostgresError``.
+    """
+    if not settings.database_url:
+        return None
+    from .store import PgStore
+
+    return PgStore.open(settings.database_url, settings.allow_insecure_remote)
+
+
+def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
+             batch_size=DEFAULT_BATCH, progress=None, redact=None, lock=True):
+    """Run one sync under the lock and return its ``SyncReport``.
+
+    Anything not given is opened from ``settings`` (``config.load()``) and
+    closed afterwards. Postgres unreachable: the messages are embedded locally
+    and the report says so (the next run retries). Raises ``SyncLocked`` when
+    another sync runs, ``InsecureConnectionError`` for a refused URL.
+    """
+    settings = settings or config.load()
+    held = SyncLock().acquire() if lock else None
+    opened = []
+    try:
+        journal = journal or _remember(opened, _open_journal())
+        unreachable = None
+        if store is None:
+            try:
+                store = _remember(opened, open_store(settings))
+            except PostgresUnavailable as exc:
+                unreachable = str(exc)
+        try:
+            provider = provider or _remember(opened, _open_provider(settings))
+        except ProviderError as exc:
+            return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable)
+        local = local if local is not None else _local_vectors(journal)
+        report = Syncer(journal, provider, store, local, batch_size, redact, progress).run()
+        if unreachable:
+            report.postgres = "unreachable"
+            report.errors.insert(0, f"{unreachable} (messages embedded locally; the next sync retries)")
+        elif store is None and settings.database_url is None:
+            report.postgres = "not configured"
+        return report
+    finally:
+        for thing in reversed(opened):
+            thing.close()
+        if held is not None:
+            held.release()
+
+
+def _remember(opened, thing):
+    if thing is not None:
+        opened.append(thing)
+    return thing
+
+
+def _open_journal():
+    from ..localstore.journal import Journal
+
+    return Journal.open()
+
+
+def _open_provider(settings):
+    from ..models import get_provider
+
+    return get_provider(settings)
+
+
+def _local_vectors(journal):
+    from .localvec import local_vectors
+
+    return local_vectors(journal)
+
+
+def _failed(journal, error, unreachable=None):
+    from . import journal_io
+
+    pending = journal_io.pending_count(journal.conn)
+    report = SyncReport(pending_before=pending, pending_after=pending, errors=[error])
+    if unreachable:
+        report.postgres = "unreachable"
+        report.errors.append(unreachable)
+    return report

@@ -1,0 +1,164 @@
+"""The Postgres store against a real Postgres: migrations, schema, idempotent pushes."""
+
+import threading
+
+import numpy as np
+import psycopg
+import pytest
+
+from claude_chats.sync import migrations
+from claude_chats.sync.records import Batch, Chunk, Conversation, Message, Space
+from claude_chats.sync.store import PgStore, ivfflat_lists, vector_table
+
+T0 = "2026-01-01T00:00:00Z"
+
+
+def conv(sid, name="first name", updated=T0, machine="m1", last="2026-01-01T01:00:00Z"):
+    return Conversation(sid, "/work/proj", "main", name, T0, last, None, None, machine, updated)
+
+
+def msgs(sid, n, start=0, prefix="u"):
+    return [Message(f"{prefix}-{sid}-{i}", sid, i, "user" if i % 2 == 0 else "assistant", "text",
+                    f"message {i} of {sid} about postgres migrations", T0) for i in range(start, start + n)]
+
+
+def space(dims=8, key=None):
+    canary = np.ones(dims, dtype=np.float32) / np.sqrt(dims)
+    return Space(key or f"test/t/{dims}/{{}}", "test", "t", dims, {}, canary)
+
+
+def chunks(messages, dims=8):
+    rng = np.random.default_rng(0)
+    return [Chunk(m.message_uuid, 0, 0, len(m.content), rng.random(dims, dtype=np.float32)) for m in messages]
+
+
+@pytest.fixture
+def store(pg_db_url):
+    with PgStore.open(pg_db_url) as s:
+        yield s
+
+
+def snapshot(conn):
+    """Every row's physical identity (ctid, xmin): unchanged means nothing was written."""
+    tables = ["conversations", "messages", "spaces"] + [
+        vector_table(i) for (i,) in conn.execute("SELECT id FROM spaces")]
+    return {t: conn.execute(f"SELECT ctid::text, xmin::text FROM {t} ORDER BY ctid").fetchall() for t in tables}
+
+
+def test_migrations_apply_once_and_are_recorded(pg_db_url):
+    with psycopg.connect(pg_db_url, autocommit=True) as conn:
+        assert migrations.migrate(conn) == ["0001_init.sql"]
+        assert migrations.migrate(conn) == []
+        assert migrations.applied(conn) == {"0001_init.sql"}
+
+
+def test_concurrent_migrations_apply_each_file_once(pg_db_url):
+    results, errors = [], []
+
+    def run():
+        try:
+            with psycopg.connect(pg_db_url, autocommit=True) as conn:
+                results.append(migrations.migrate(conn))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(len(r) for r in results) == [0, 0, 1]
+
+
+def test_migrations_ship_with_the_package():
+    names = [name for name, _ in migrations.available()]
+    assert names[0] == "0001_init.sql" and names == sorted(names)
+
+
+def test_seed_schema_names_work(store):
+    store.push(Batch([conv("s1")], msgs("s1", 3), [], None))
+    rows = store.conn.execute(
+        "SELECT c.session_id, c.project_path, c.git_branch, c.name, c.started_at, m.message_uuid, m.role, "
+        "m.kind, m.sequence_num, m.created_at FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE m.content_tsv @@ plainto_tsquery('english', 'migration') ORDER BY m.sequence_num").fetchall()
+    assert [r[8] for r in rows] == [0, 1, 2]
+    assert rows[0][:4] == ("s1", "/work/proj", "main", "first name")
+
+
+def test_push_is_idempotent(store):
+    batch = Batch([conv("s1"), conv("s2")], msgs("s1", 5) + msgs("s2", 4), [], None)
+    batch = batch._replace(chunks=chunks(batch.messages), space=space())
+    first = store.push(batch)
+    assert (first.conversations, first.messages, first.chunks, first.missing) == (2, 9, 9, [])
+    before = snapshot(store.conn)
+    again = store.push(batch)
+    assert (again.conversations, again.messages, again.chunks, again.missing) == (0, 0, 0, [])
+    assert snapshot(store.conn) == before
+    assert store.counts() == {"conversations": 2, "messages": 9, "vectors": {"test/t/8/{}": 9}}
+
+
+def test_vectors_keep_their_space_and_canary(store):
+    sp = space(8)
+    ms = msgs("s1", 2)
+    store.push(Batch([conv("s1")], ms, chunks(ms), sp))
+    (row,) = store.spaces()
+    assert (row["key"], row["dimensions"], row["index_kind"]) == (sp.key, 8, "hnsw")
+    assert np.allclose(row["canary"].to_numpy(), sp.canary)
+    assert store.has_index(row["id"])
+
+
+def test_newer_rename_wins_and_older_does_not(store):
+    store.push(Batch([conv("s1", "old", updated="2026-01-01T00:00:00Z")], msgs("s1", 1), [], None))
+    store.push(Batch([conv("s1", "renamed", updated="2026-01-02T00:00:00Z")], [], [], None))
+    store.push(Batch([conv("s1", "stale", updated="2026-01-01T12:00:00Z", machine="m2")], [], [], None))
+    name, machine = store.conn.execute("SELECT name, machine FROM conversations").fetchone()
+    assert (name, machine) == ("renamed", "m1")
+
+
+def test_conversation_span_grows(store):
+    store.push(Batch([conv("s1", last="2026-01-01T01:00:00Z")], [], [], None))
+    result = store.push(Batch([conv("s1", last="2026-01-03T00:00:00Z")], [], [], None))
+    assert result.conversations == 1
+    last = store.conn.execute("SELECT last_at::text FROM conversations").fetchone()[0]
+    assert last.startswith("2026-01-03")
+
+
+def test_sequence_collision_from_another_journal_is_kept(store):
+    store.push(Batch([conv("s1")], msgs("s1", 3), [], None))
+    other = msgs("s1", 2, prefix="other")   # same seqs 0, 1; different uuids
+    result = store.push(Batch([conv("s1")], other, [], None))
+    assert result.messages == 2 and result.missing == []
+    seqs = [r[0] for r in store.conn.execute("SELECT sequence_num FROM messages ORDER BY 1")]
+    assert seqs == [0, 1, 2, 3, 4]
+
+
+def test_ivfflat_lists_follow_row_count(store):
+    assert ivfflat_lists(500) == 1 and ivfflat_lists(50_000) == 50 and ivfflat_lists(4_000_000) == 2000
+    sp = space(8, key="test/ivf/8/{}")
+    space_id = store.ensure_space(sp, index_kind="ivfflat")
+    assert not store.has_index(space_id)
+    ms = msgs("s1", 50)
+    store.push(Batch([conv("s1")], ms, chunks(ms), sp))
+    assert store.refresh_index(space_id) == 1
+    assert store.has_index(space_id)
+
+
+def test_wide_vectors_get_a_halfvec_index(store):
+    sp = space(3072)
+    ms = msgs("s1", 2)
+    store.push(Batch([conv("s1")], ms, chunks(ms, 3072), sp))
+    (row,) = store.spaces()
+    indexdef = store.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                  (f"{vector_table(row['id'])}_embedding",)).fetchone()[0]
+    assert "halfvec" in indexdef and "hnsw" in indexdef
+
+
+def test_dropped_index_is_rebuilt(store):
+    sp = space()
+    ms = msgs("s1", 3)
+    store.push(Batch([conv("s1")], ms, chunks(ms), sp))
+    space_id = store.ensure_space(sp)
+    store.drop_index(space_id)
+    assert store.ensure_index(space_id) is True
+    assert store.ensure_index(space_id) is False

@@ -1,0 +1,154 @@
+"""``chats sync`` end to end on a real journal and a real Postgres (model: a test embedder)."""
+
+import json
+import time
+
+import pytest
+
+from claude_chats import config
+from claude_chats.errors import SyncLocked
+from claude_chats.localstore.journal import Journal
+from claude_chats.sync import lock
+from claude_chats.sync.runner import run_sync
+from claude_chats.sync.store import PgStore
+from tests import lines
+from tests.fixtures_pg import HashEmbedder
+
+
+def write_transcript(folder, session, n, prefix="turn"):
+    path = folder / f"{session}.jsonl"
+    with open(path, "ab") as fh:
+        fh.write(lines.encode(*lines.conversation(n, session=session, prefix=prefix)))
+    return path
+
+
+def next_second():
+    """The journal's updated_at has one-second resolution: let a rename get a newer stamp."""
+    time.sleep(1.02 - time.time() % 1)
+
+
+@pytest.fixture
+def journal(tmp_path):
+    with Journal.open(str(tmp_path / "journal.db")) as j:
+        yield j
+
+
+def settings(url=None):
+    return config.load({"database_url": url} if url else None)
+
+
+def sync(journal, url, embedder=None, **kwargs):
+    return run_sync(settings(url), journal=journal, provider=embedder or HashEmbedder(), **kwargs)
+
+
+def pg_messages(url):
+    with PgStore.open(url) as store:
+        return store.conn.execute(
+            "SELECT c.session_id, m.sequence_num, m.message_uuid, m.role, m.kind, m.content "
+            "FROM messages m JOIN conversations c ON c.id = m.conversation_id ORDER BY 1, 2").fetchall()
+
+
+def journal_messages(journal):
+    return [tuple(r) for r in journal.conn.execute(
+        "SELECT session_id, seq, uuid, role, kind, content FROM messages ORDER BY 1, 2")]
+
+
+def test_sync_pushes_everything_and_rerun_changes_nothing(journal, tmp_path, pg_db_url):
+    for s in ("s-a", "s-b", "s-c"):
+        journal.import_files([str(write_transcript(tmp_path, s, 7))])
+    report = sync(journal, pg_db_url, batch_size=5)
+    assert report.ok, report.errors
+    assert (report.pending_before, report.pending_after, report.pushed) == (21, 0, 21)
+    assert report.batches == 5 and report.postgres == "ok"
+    assert pg_messages(pg_db_url) == journal_messages(journal)
+    with PgStore.open(pg_db_url) as store:
+        assert store.counts()["vectors"] == {HashEmbedder().space.key: 21}
+    again = sync(journal, pg_db_url)
+    assert (again.pushed, again.embedded, again.conversations, again.batches) == (0, 0, 0, 0)
+    assert json.loads(journal.state("last_sync"))["ok"] is True
+
+
+def test_new_messages_and_renames_follow(journal, tmp_path, pg_db_url):
+    path = write_transcript(tmp_path, "s-a", 4)
+    journal.import_files([str(path)])
+    sync(journal, pg_db_url)
+    next_second()
+    with open(path, "ab") as fh:
+        fh.write(lines.encode(lines.user("one more", session="s-a"),
+                              {"type": "custom-title", "customTitle": "Renamed", "sessionId": "s-a"}))
+    journal.import_files([str(path)])
+    report = sync(journal, pg_db_url)
+    assert report.pushed == 1
+    assert pg_messages(pg_db_url) == journal_messages(journal)
+    with PgStore.open(pg_db_url) as store:
+        assert store.conn.execute("SELECT name FROM conversations").fetchone()[0] == "Renamed"
+
+
+def test_rename_after_everything_was_pushed(journal, tmp_path, pg_db_url):
+    path = write_transcript(tmp_path, "s-a", 2)
+    journal.import_files([str(path)])
+    sync(journal, pg_db_url)
+    next_second()
+    with open(path, "ab") as fh:
+        fh.write(lines.encode({"type": "custom-title", "customTitle": "Later name", "sessionId": "s-a"}))
+    journal.import_files([str(path)])
+    assert journal.counts()["pending"] == 0
+    report = sync(journal, pg_db_url)
+    assert report.conversations == 1 and report.pushed == 0
+    with PgStore.open(pg_db_url) as store:
+        assert store.conn.execute("SELECT name FROM conversations").fetchone()[0] == "Later name"
+
+
+def test_provider_down_leaves_messages_pending(journal, tmp_path, pg_db_url):
+    journal.import_files([str(write_transcript(tmp_path, "s-a", 3))])
+    report = sync(journal, pg_db_url, embedder=HashEmbedder(fail=True))
+    assert not report.ok and "provider is down" in report.errors[0]
+    assert report.pending_after == 3
+    assert pg_messages(pg_db_url) == []
+    assert sync(journal, pg_db_url).pending_after == 0
+
+
+def test_postgres_down_embeds_and_retries_later(journal, tmp_path, pg_db_url):
+    journal.import_files([str(write_transcript(tmp_path, "s-a", 3))])
+    down = "postgresql://chats:pw@127.0.0.1:9/chats"
+    report = sync(journal, down)
+    assert report.postgres == "unreachable" and not report.ok
+    assert "127.0.0.1:9" in report.errors[0] and ":pw@" not in report.errors[0]
+    assert report.pending_after == 3 and report.embedded == 3
+    later = sync(journal, pg_db_url)
+    assert later.ok and later.pushed == 3 and later.pending_after == 0
+
+
+def test_without_postgres_messages_stay_pending(journal, tmp_path):
+    journal.import_files([str(write_transcript(tmp_path, "s-a", 3))])
+    report = sync(journal, None)
+    assert report.ok and report.postgres == "not configured"
+    assert report.pending_after == 3
+
+
+def test_two_journals_one_database(tmp_path, pg_db_url):
+    shared = write_transcript(tmp_path, "shared", 6)          # a shared home: both see this session
+    only_a = write_transcript(tmp_path, "only-a", 3)
+    only_b = write_transcript(tmp_path, "only-b", 4)
+    with Journal.open(str(tmp_path / "a.db")) as a, Journal.open(str(tmp_path / "b.db")) as b:
+        a.import_files([str(shared), str(only_a)])
+        b.import_files([str(shared), str(only_b)])
+        ra, rb = sync(a, pg_db_url, lock=False), sync(b, pg_db_url, lock=False)
+        assert ra.ok and rb.ok and (ra.pushed, rb.pushed) == (9, 4)
+        got = pg_messages(pg_db_url)
+        assert sorted(set(journal_messages(a)) | set(journal_messages(b))) == got
+        assert a.counts()["pending"] == b.counts()["pending"] == 0
+
+
+def test_one_sync_at_a_time(journal, pg_db_url):
+    with lock.SyncLock():
+        assert lock.is_locked()
+        with pytest.raises(SyncLocked, match="another `chats sync` is running"):
+            sync(journal, pg_db_url)
+    assert not lock.is_locked()
+
+
+def test_insecure_remote_url_is_refused(journal):
+    from claude_chats.errors import InsecureConnectionError
+    with pytest.raises(InsecureConnectionError):
+        sync(journal, "postgresql://u:pw@db.example.com/chats")
