@@ -1,0 +1,5 @@
+"""Commands of this group are registered here (placeholder until they land)."""
+
+
+def register(group):
+    pass
