@@ -455,7 +455,9 @@ def _assistant_parts(content, message_id, seen_blocks):
         if not part[1]:
             continue
         if message_id:  # the same block streamed twice under one message id
-            key = (message_id, part)
+            # A tool call is the same call only by its id: two Edits of one file render alike.
+            call_id = block.get("id") if btype == "tool_use" else None
+            key = (message_id, TOOL_USE, call_id) if isinstance(call_id, str) and call_id else (message_id, part)
             if key in seen_blocks:
                 continue
             seen_blocks.add(key)

@@ -161,6 +161,18 @@ def test_block_repeated_under_one_message_id_is_stored_once():
     assert accounted(result)
 
 
+def test_parallel_tool_calls_that_read_alike_are_all_kept():
+    # Two Edits of one file in one reply render as the same compact line; they are two calls.
+    edit = {"file_path": "/src/app.py", "old_string": "a", "new_string": "b"}
+    result = parse(
+        assistant("a1", [tool_use("Edit", edit, "toolu_A")], "msg_A"),
+        assistant("a2", [tool_use("Edit", dict(edit, old_string="c"), "toolu_B")], "msg_A"),
+        assistant("a3", [tool_use("Edit", edit, "toolu_A")], "msg_A"),            # toolu_A streamed again
+    )
+    assert [(r.uuid, r.text) for r in result.records] == [("a1", "[Edit] /src/app.py"), ("a2", "[Edit] /src/app.py")]
+    assert result.skipped == {"empty assistant": 1}
+
+
 def test_part_numbers_do_not_depend_on_what_an_earlier_call_saw():
     lines = [assistant("a1", [text("Same words.")], "msg_A"),
              assistant("a2", [text("Same words."), tool_use("Read", {"file_path": "/x.py"})], "msg_A")]
