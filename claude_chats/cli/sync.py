@@ -1,5 +1,104 @@
-"""Commands of this group are registered here (placeholder until they land)."""
+"""``chats sync`` and ``chats schedule install|remove|show``."""
+
+import click
+
+from .output import emit_json, is_tty
+
+
+@click.command("sync")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=500, show_default=True,
+              help="Messages per Postgres transaction.")
+def sync_cmd(as_json, batch_size):
+    """Embed pending messages and push them to Postgres (one sync at a time).
+
+    Safe to interrupt and re-run: nothing is lost or stored twice. Without a
+    configured database the messages are embedded into the local journal only.
+    """
+    from ..errors import SyncLocked
+    from ..sync.runner import run_sync
+
+    try:
+        if is_tty() and not as_json:
+            report = _with_progress(run_sync, batch_size)
+        else:
+            report = run_sync(batch_size=batch_size)
+    except SyncLocked as exc:
+        if as_json:
+            emit_json({"ok": True, "skipped": str(exc)})
+        else:
+            click.echo(str(exc), err=True)
+        return
+    summary = report.as_dict()
+    if as_json:
+        emit_json(summary)
+    else:
+        _print(summary)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+def _with_progress(run_sync, batch_size):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("syncing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=True) as progress:
+        task = progress.add_task("sync", total=None)
+        return run_sync(batch_size=batch_size,
+                        progress=lambda done, total: progress.update(task, completed=done, total=total))
+
+
+def _print(s):
+    click.echo(f"{s['pending_before']} pending: embedded {s['embedded']} messages ({s['chunks']} chunks), "
+               f"pushed {s['pushed']} messages and {s['vectors_pushed']} vectors in {s['batches']} batches, "
+               f"{s['conversations']} conversations updated; {s['pending_after']} still pending "
+               f"({s['seconds']:.1f} s; Postgres: {s['postgres']})")
+    for error in s["errors"]:
+        click.echo(f"error: {error}", err=True)
+
+
+@click.group("schedule")
+def schedule_group():
+    """Run `chats sync` periodically (launchd, systemd user timer or cron)."""
+
+
+@schedule_group.command("install")
+@click.option("--every", "minutes", type=click.IntRange(1, 24 * 60), default=15, show_default=True,
+              help="Minutes between runs.")
+@click.option("--via", type=click.Choice(["cron", "systemd", "launchd"]), help="Scheduler (default: detected).")
+def schedule_install(minutes, via):
+    """Install (or replace) the periodic sync."""
+    from .. import config
+    from ..sync import schedule
+
+    scheduler = schedule.get(via)
+    where = scheduler.install(minutes)
+    click.echo(f"installed: {scheduler.name} runs the sync every {minutes} min ({where})")
+    if config.load().source("database_url").startswith("env"):
+        click.echo("note: DATABASE_URL comes from your shell environment, which scheduled jobs do not see; "
+                   "put database_url in the config file too.", err=True)
+
+
+@schedule_group.command("remove")
+@click.option("--via", type=click.Choice(["cron", "systemd", "launchd"]), help="Scheduler (default: detected).")
+def schedule_remove(via):
+    """Remove the periodic sync."""
+    from ..sync import schedule
+
+    scheduler = schedule.get(via)
+    click.echo(f"removed from {scheduler.name}" if scheduler.remove() else f"nothing installed in {scheduler.name}")
+
+
+@schedule_group.command("show")
+@click.option("--via", type=click.Choice(["cron", "systemd", "launchd"]), help="Scheduler (default: detected).")
+def schedule_show(via):
+    """Show the installed periodic sync, if any."""
+    from ..sync import schedule
+
+    scheduler = schedule.get(via)
+    click.echo(scheduler.show() or f"no sync scheduled in {scheduler.name}")
 
 
 def register(group):
-    pass
+    group.add_command(sync_cmd)
+    group.add_command(schedule_group)

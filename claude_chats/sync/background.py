@@ -1,0 +1,86 @@
+"""Starting ``chats sync`` in the background from the hook.
+
+Stdlib only and cheap: the hook calls ``maybe_start`` on every turn. It
+starts ``python -m claude_chats.sync --background`` (its own session, no
+inherited stdio, nice'd by the child itself) when messages are pending, no
+sync holds the lock, and the last start is at least ``sync_interval`` seconds
+old (0 turns background sync off). The common case costs a stat or two.
+"""
+
+import os
+import sys
+import time
+
+from .. import paths
+from .lock import is_locked
+
+STAMP_NAME = "sync.started"
+MIN_INTERVAL = 30   # below this age of the last start the configured interval is not even read
+
+
+def stamp_path():
+    return os.path.join(paths.data_dir(), STAMP_NAME)
+
+
+def maybe_start(conn=None, interval=None, now=None):
+    """Start a background sync if one is due; returns True when one was started.
+
+    ``conn``: the journal's apsw connection, to check that messages are pending
+    (None: assume they are). ``interval``: seconds between starts (None: the
+    ``sync_interval`` setting, read only when the last start is old enough).
+    """
+    now = time.time() if now is None else now
+    age = now - _last_start()
+    if age < min(MIN_INTERVAL, interval if interval is not None else MIN_INTERVAL):
+        return False
+    if interval is None:
+        interval = configured_interval()
+    if interval <= 0 or age < interval:
+        return False
+    if conn is not None and not _pending(conn):
+        return False
+    if is_locked():
+        return False
+    _touch(stamp_path(), now)
+    spawn()
+    return True
+
+
+def configured_interval():
+    from .. import config
+
+    try:
+        return int(config.load().sync_interval or 0)
+    except Exception:  # noqa: BLE001 - a broken config file must not break the hook
+        return 0
+
+
+def command():
+    """The background sync command line."""
+    return [sys.executable, "-m", "claude_chats.sync", "--background"]
+
+
+def spawn():
+    """Start the background sync detached: new session, stdio on /dev/null."""
+    devnull = os.devnull
+    actions = [(os.POSIX_SPAWN_OPEN, fd, devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    argv = command()
+    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+
+
+def _last_start():
+    try:
+        return os.stat(stamp_path()).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _pending(conn):
+    return bool(conn.execute("SELECT 1 FROM messages WHERE synced = 0 LIMIT 1").fetchall())
+
+
+def _touch(path, now):
+    paths.ensure_private_dir(os.path.dirname(path))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+    os.utime(path, (now, now))
