@@ -195,7 +195,9 @@ def parse_lines(data, ctx, final=False):
         obj = _loads(raw)
         if obj is _INVALID:
             result.skip("invalid json")
-            continue
+            obj = _torn_tail(raw)
+            if obj is _INVALID:
+                continue
         if not isinstance(obj, dict):
             result.skip("not an object")
             continue
@@ -228,6 +230,29 @@ def _loads(raw):
         return jsonl.loads(text.replace("\x00", ""), strict=False)
     except (ValueError, RecursionError):
         return _INVALID
+
+
+def _torn_tail(raw, tries=64):
+    """The record at the end of an invalid line, or ``_INVALID``.
+
+    A writer that died mid-line leaves a torn line; the next line written to
+    the file is then glued to it. That next line is a suffix of the bytes that
+    starts with ``{"`` and decodes as one object with a ``type``: search for it
+    from the right (a proper suffix of a valid object never decodes alone).
+    """
+    text = raw.decode("utf-8", "replace").replace("\x00", "")
+    start = len(text)
+    for _ in range(tries):
+        start = text.rfind('{"', 1, start)
+        if start <= 0:
+            break
+        try:
+            obj = jsonl.loads(text[start:])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and "type" in obj:
+            return obj
+    return _INVALID
 
 
 def _parse_object(obj, ctx, result, seen_blocks):

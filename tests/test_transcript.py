@@ -625,6 +625,27 @@ def test_truncated_last_line_through_the_journal(project, journal):
     assert stored(journal) == [("user", "text", "first"), ("user", "text", "second")]
 
 
+def test_torn_line_never_completed_does_not_take_the_next_line_with_it():
+    # The writer died mid-line; the next process appended its line to the torn one.
+    torn = json.dumps(user("u1", [text("lost to the crash"), tool_result("x")])).encode()
+    after = json.dumps(assistant("a2", [text("written after the crash")])).encode()
+    for cut in (1, 2, 40, len(torn) // 2, len(torn) - 1):
+        result = t.parse_lines(torn[:cut] + after + b"\n", t.FileContext(SESSION))
+        assert kinds(result) == [("assistant", "text", "written after the crash")], cut
+        assert result.skipped == {"invalid json": 1}
+
+
+def test_torn_line_through_the_journal(project, journal):
+    path = project / f"{SESSION}.jsonl"
+    complete, torn = jsonl(user("u1", "first")), jsonl(user("u2", "never finished"))
+    path.write_bytes(complete + torn[:30])
+    journal.import_files([str(path)])
+    write(path, user("u3", "after the restart"), mode="ab")
+    stats = journal.import_files([str(path)])
+    assert stored(journal) == [("user", "text", "first"), ("user", "text", "after the restart")]
+    assert stats.skipped == {"invalid json": 1}
+
+
 @pytest.mark.parametrize("raw, reason", [
     (b"[1, 2, 3]", "not an object"),
     (b"42", "not an object"),
