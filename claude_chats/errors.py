@@ -22,6 +22,10 @@ class SessionNotFound(ClaudeChatsError):
     """No conversation with this session id is stored."""
 
 
+class SearchError(ClaudeChatsError):
+    """A search cannot run as asked (unknown mode, malformed filter, no vectors to search)."""
+
+
 class ProviderError(ClaudeChatsError):
     """The embedding provider failed (down, throttled, bad answer)."""
 
