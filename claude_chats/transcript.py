@@ -48,6 +48,8 @@ class _Patterns:
         self.DATA_URI = re.compile(
             r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+%-]+)*;base64,[A-Za-z0-9+/]{16,}(?:%3D|=){0,2}")
         self.BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{300,}={0,2}")
+        # base64 wrapped at 64 or 76 columns (`base64 file`, PEM, MIME): 4+ full lines, then the rest.
+        self.BASE64_WRAPPED = re.compile(r"^(?:[A-Za-z0-9+/]{60,}\r?\n){3,}[A-Za-z0-9+/]{4,}={0,2}\r?$", re.M)
         # Notes Claude Code adds around what the person typed; only complete elements count, so a
         # prompt that merely mentions "<system-reminder>" is left alone.
         self.NOTE = re.compile(r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics|task-notification|"
@@ -159,6 +161,8 @@ def clean_text(text):
     if "base64," in text or _has_long_word(text):
         text = _RX.DATA_URI.sub("[base64 data omitted]", text)
         text = _RX.BASE64_RUN.sub(_base64_placeholder, text)
+    if _has_wrapped_lines(text):
+        text = _RX.BASE64_WRAPPED.sub(_base64_placeholder, text)
     return text.strip()
 
 
@@ -169,11 +173,26 @@ def _has_long_word(text, size=300):
     return any(len(word) >= size for word in text.split())
 
 
+def _has_wrapped_lines(text, count=4, width=60):
+    """Whether ``text`` holds ``count`` lines in a row of ``width``+ characters without a space."""
+    if len(text) < count * width or "\n" not in text:
+        return False
+    run = 0
+    for line in text.split("\n"):
+        run = run + 1 if len(line) >= width and " " not in line else 0
+        if run >= count:
+            return True
+    return False
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 def _base64_placeholder(match):
-    run = match.group(0)
+    run = "".join(match.group(0).split())
     # Long runs of one character class (hex, digits, letters only) are not base64 payloads.
-    if run.isalpha() or run.isdigit():
-        return run
+    if run.isalpha() or run.isdigit() or set(run) <= _HEX:
+        return match.group(0)
     return f"[base64 data omitted: {len(run)} chars]"
 
 

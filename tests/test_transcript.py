@@ -289,8 +289,29 @@ def test_data_uris_are_dropped(uri):
     assert record.text.endswith('"> and then reload the page')
 
 
+def wrapped(width):
+    return "\n".join(PNG[i:i + width] for i in range(0, 2000, width))
+
+
+@pytest.mark.parametrize("blob", [
+    wrapped(76),                                                       # `base64 logo.png`, MIME
+    "-----BEGIN CERTIFICATE-----\n" + wrapped(64) + "\n-----END CERTIFICATE-----",   # PEM
+    wrapped(76).replace("\n", "\r\n"),
+])
+def test_wrapped_base64_is_dropped(blob):
+    result = parse(user("u1", [tool_result(f"$ base64 logo.png\n{blob}\nexit 0")]))
+    (record,) = result.records
+    assert PNG[:40] not in record.text and PNG[600:640] not in record.text
+    assert record.text.startswith("$ base64 logo.png\n") and record.text.endswith("exit 0")
+    assert "[base64 data omitted" in record.text
+
+
 @pytest.mark.parametrize("value", [
     "sha256 " + "a3f9" * 16,                           # a hash is not base64
+    "a3f9c2" * 60,                                     # nor is a long hex string
+    "\n".join(["0123456789abcdef" * 5] * 6),           # nor a wrapped hex dump
+    "\n".join(["=" * 72] * 6),                         # nor a block of rulers
+    "\n".join(["abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmn"] * 6),
     "/usr/local/lib/python3.11/site-packages/x.py",
     "x" * 400,                                         # one letter repeated (a ruler, padding)
 ])
