@@ -503,8 +503,6 @@ def test_summary_is_a_title_only_when_its_leaf_is_in_the_same_file(project, jour
     assert journal.session(OTHER)["summary"] is None
 
 
-@pytest.mark.xfail(strict=True, reason="writer._apply_titles resolves a summary's leaf only against messages "
-                   "already stored; a summary read before its leaf (an earlier hook run) is dropped for good")
 def test_summary_read_before_its_leaf_still_names_the_session(project, journal):
     path = write(project / f"{SESSION}.jsonl",
                  {"type": "summary", "summary": "Rust port of the engine", "leafUuid": "a1"}, user("u1", "Port it"))

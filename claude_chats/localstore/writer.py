@@ -119,6 +119,7 @@ def _store(conn, result, file_id, stats, machine):
         stats.messages += len(records)
     if result.titles:
         _apply_titles(conn, result.titles, file_id, machine)
+    _resolve_summaries(conn, file_id)
 
 
 def _new_records(conn, records, stats):
@@ -188,16 +189,25 @@ def _apply_titles(conn, titles, file_id, machine):
     stamp = now_iso()
     for title in titles:
         if title.source == "summary":
-            # Only a title when its leaf message is in this same file (FORMAT.md 2.5).
-            conn.execute("UPDATE sessions SET summary = ?, updated_at = ? WHERE id = "
-                         "(SELECT session_id FROM messages WHERE uuid = ? AND file_id = ?) "
-                         "AND summary IS NOT ?", (title.value, stamp, title.leaf_uuid, file_id, title.value))
+            conn.execute("INSERT OR REPLACE INTO pending_summaries (file_id, leaf_uuid, summary) VALUES (?, ?, ?)",
+                         (file_id, title.leaf_uuid, title.value))
             continue
         column = "name" if title.source == "custom" else "agent_name"
         conn.execute("INSERT INTO sessions (id, machine, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
                      (title.session_id, machine, stamp))
         conn.execute(f"UPDATE sessions SET {column} = ?, updated_at = ? WHERE id = ? AND {column} IS NOT ?",
                      (title.value, stamp, title.session_id, title.value))
+
+
+def _resolve_summaries(conn, file_id):
+    """A summary names a session only once its leaf message is read from the same file (FORMAT.md 2.5)."""
+    pending = conn.execute("SELECT leaf_uuid, summary FROM pending_summaries WHERE file_id = ?", (file_id,)).fetchall()
+    for leaf, summary in pending:
+        rows = conn.execute("SELECT session_id FROM messages WHERE uuid = ? AND file_id = ?", (leaf, file_id)).fetchall()
+        if rows:
+            conn.execute("UPDATE sessions SET summary = ?, updated_at = ? WHERE id = ? AND summary IS NOT ?",
+                         (summary, now_iso(), rows[0][0], summary))
+            conn.execute("DELETE FROM pending_summaries WHERE file_id = ? AND leaf_uuid = ?", (file_id, leaf))
 
 
 def subagent_files(transcript_path):

@@ -33,6 +33,15 @@ CREATE TABLE transcripts (
     updated_at TEXT
 );
 
+-- Claude Code 'summary' lines whose leaf message has not been read yet (it may
+-- come later in the same file, in a later hook run).
+CREATE TABLE pending_summaries (
+    file_id   INTEGER NOT NULL REFERENCES transcripts(id) ON DELETE CASCADE,
+    leaf_uuid TEXT NOT NULL,
+    summary   TEXT NOT NULL,
+    PRIMARY KEY (file_id, leaf_uuid)
+);
+
 CREATE TABLE messages (
     id           INTEGER PRIMARY KEY,         -- rowid: FTS5 content_rowid, chunks.message_id
     uuid         TEXT NOT NULL UNIQUE,        -- the line's uuid ("#n" suffix for the n-th block of a line)
