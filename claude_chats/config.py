@@ -3,6 +3,10 @@
 Each setting resolves once, in this order: explicit value (a CLI flag) >
 environment variable > config file (``config.toml`` in the config dir) >
 default. The environment variable names of the hand-made setup keep working.
+
+``write_values`` / ``unset`` change the file (``chats config set``, ``chats
+install``); ``shown(key, value)`` is a value safe to print (secrets masked).
+Stdlib only at import time: the hook's background-sync check reads the config.
 """
 
 import os
@@ -31,6 +35,26 @@ def _bool(value):
     raise ValueError(f"not a boolean: {value!r}")
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(value):
+    """Seconds from ``300``, ``"300"``, ``"5m"``, ``"1h"``, ``"off"`` (0)."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip().lower()
+        if text in ("off", "never", "no", "false"):
+            return 0
+        unit = _UNITS.get(text[-1:], None)
+        number = int(float(text[:-1]) * unit) if unit else int(text)
+    if number < 0:
+        raise ValueError(f"negative duration: {value!r}")
+    return number
+
+
 SETTINGS = {
     s.key: s
     for s in [
@@ -50,8 +74,8 @@ SETTINGS = {
                 help="canonical PostgreSQL + pgvector database"),
         Setting("allow_insecure_remote", ("CLAUDE_CHATS_ALLOW_INSECURE",), False, kind=_bool,
                 help="allow a non-local Postgres host without TLS"),
-        Setting("sync_interval", ("CLAUDE_CHATS_SYNC_INTERVAL",), 300, kind=int,
-                help="seconds between background syncs started by the hook (0: never)"),
+        Setting("sync_interval", ("CLAUDE_CHATS_SYNC_INTERVAL",), 300, kind=_seconds,
+                help="seconds between background syncs started by the hook (5m, 1h; 0 or off: never)"),
         Setting("redact", ("CLAUDE_CHATS_REDACT",), True, kind=_bool,
                 help="redact secrets before text leaves the machine"),
     ]
@@ -95,7 +119,10 @@ def _convert(setting, value, origin):
     try:
         return setting.kind(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{setting.key} from {origin}: {value!r} is not a valid {setting.kind.__name__}") from None
+        raise ConfigError(f"{setting.key} from {origin}: {value!r} is not a valid {_KIND_NAMES.get(setting.kind, setting.kind.__name__)}") from None
+
+
+_KIND_NAMES = {_bool: "boolean (true/false)", _seconds: "duration (300, 5m, 1h, off)", int: "integer"}
 
 
 def load(overrides=None, path=None, environ=None):
@@ -119,3 +146,103 @@ def load(overrides=None, path=None, environ=None):
         else:
             values[key], sources[key] = setting.default, "default"
     return Settings(values, sources)
+
+
+# -- changing the file ------------------------------------------------------------
+
+def setting(key):
+    """The ``Setting`` named ``key``; ConfigError naming the valid keys otherwise."""
+    try:
+        return SETTINGS[key]
+    except KeyError:
+        raise ConfigError(f"unknown setting {key!r}; the settings are: {', '.join(SETTINGS)}") from None
+
+
+def parse_value(key, text):
+    """``text`` (from the command line) converted and checked for ``key``."""
+    item = setting(key)
+    value = _convert(item, text, "the command line")
+    _VALIDATORS.get(key, lambda v: None)(value)
+    return value
+
+
+def _check_provider(name):
+    from .models import PROVIDERS
+
+    if name not in PROVIDERS:
+        raise ConfigError(f"unknown embedding provider {name!r}; choose one of: {', '.join(sorted(PROVIDERS))}")
+
+
+def _check_database_url(url):
+    from .sync import dburl
+
+    dburl.parse(url)
+
+
+def _check_positive(key):
+    def check(value):
+        if value is not None and value <= 0:
+            raise ConfigError(f"{key} must be a positive integer, not {value}")
+    return check
+
+
+_VALIDATORS = {"provider": _check_provider, "database_url": _check_database_url,
+               "dimensions": _check_positive("dimensions"), "threads": _check_positive("threads")}
+
+
+def write_values(values, path=None):
+    """Merge ``values`` ({key: text or value}) into the config file; None removes a key.
+
+    Every value is converted and checked before anything is written; the file
+    is replaced atomically and stays owner-only. Returns the file's path.
+    """
+    path = path or paths.config_path()
+    current = read_file(path)
+    for key, value in values.items():
+        if value is None:
+            setting(key)
+            current.pop(key, None)
+        else:
+            current[key] = parse_value(key, value)
+    _write(path, current)
+    return path
+
+
+def unset(key, path=None):
+    """Remove ``key`` from the config file (its value falls back to env or default)."""
+    return write_values({key: None}, path)
+
+
+def _write(path, data):
+    import tomli_w
+
+    paths.ensure_private_dir(os.path.dirname(path))
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(b"# claude-chats configuration (chats config set KEY VALUE; chats config show)\n")
+        fh.write(tomli_w.dumps({k: data[k] for k in SETTINGS if k in data}
+                               | {k: v for k, v in data.items() if k not in SETTINGS}).encode())
+    os.replace(tmp, path)
+
+
+# -- showing ----------------------------------------------------------------------
+
+MASK = "***"
+
+
+def shown(key, value):
+    """``value`` of ``key`` as it may be printed: secrets masked, URLs without passwords."""
+    if value is None or not SETTINGS[key].secret:
+        return value
+    if key == "database_url":
+        from .sync import dburl
+
+        return dburl.mask(value)
+    return MASK
+
+
+def describe(settings):
+    """``[{key, value, source, help}]`` of every setting, secrets masked."""
+    return [{"key": key, "value": shown(key, value), "source": source, "help": SETTINGS[key].help}
+            for key, value, source in settings.items()]

@@ -1,5 +1,127 @@
-"""Commands of this group are registered here (placeholder until they land)."""
+"""``chats install``, ``uninstall``, ``config``, ``status``, ``doctor``, ``purge``: thin over the library."""
+
+import click
+
+from .output import emit_json
+
+
+@click.command("install")
+@click.option("--print", "dry_run", is_flag=True, help="Show everything that would change; change nothing.")
+@click.option("--provider", help="Embedding provider (llama, ollama, bedrock, openai).")
+@click.option("--model", help="Embedding model (GGUF path or Ollama name).")
+@click.option("--database-url", help="PostgreSQL + pgvector URL (kept in the config file, owner-only).")
+@click.option("--schedule", help="Background sync interval: 300, 5m, 1h, or off.")
+def install_cmd(dry_run, provider, model, database_url, schedule):
+    """Register the hooks and the MCP server with Claude Code (safe to re-run)."""
+    from .. import install
+
+    values = {"provider": provider, "model": model, "database_url": database_url, "sync_interval": schedule}
+    plan = install.plan_install(values)
+    _run_plan(plan, dry_run)
+
+
+@click.command("uninstall")
+@click.option("--print", "dry_run", is_flag=True, help="Show what would be removed; change nothing.")
+def uninstall_cmd(dry_run):
+    """Remove exactly what `chats install` added (the journal and config stay)."""
+    from .. import install
+
+    _run_plan(install.plan_uninstall(), dry_run)
+
+
+def _run_plan(plan, dry_run):
+    from .. import install
+
+    if dry_run:
+        click.echo("\n".join(plan.describe()))
+        return
+    result = install.apply(plan)
+    if result.settings_changed:
+        where = f" (backup: {result.backup})" if result.backup else ""
+        verb = "registered in" if plan.action == "install" else "removed from"
+        click.echo(f"hooks {', '.join(install.HOOK_EVENTS)} {verb} {plan.settings_path}{where}")
+    else:
+        click.echo(f"{plan.settings_path}: already up to date")
+    click.echo(f"MCP server {install.MCP_NAME}: {result.mcp}")
+    if result.config_path:
+        click.echo(f"config written: {result.config_path}")
+        _overridden(plan.config_values)
+    if plan.action == "install":
+        click.echo("next: `chats import` for existing history, `chats status` to check, `chats doctor` if in doubt")
+
+
+def _overridden(keys):
+    """Warn when the environment hides a value just written to the file."""
+    from .. import config
+
+    settings = config.load()
+    for key in keys:
+        if settings.source(key) != "file":
+            click.echo(f"note: {settings.source(key)} overrides the config file's {key}", err=True)
+
+
+# -- config ----------------------------------------------------------------------------
+
+
+@click.group("config")
+def config_group():
+    """Show or change the configuration (one file for the hook, sync and MCP)."""
+
+
+@config_group.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def config_show(as_json):
+    """Every setting's effective value and where it came from (env, file, default)."""
+    from .. import config, paths
+
+    rows = config.describe(config.load())
+    if as_json:
+        emit_json({"path": paths.config_path(), "settings": rows})
+        return
+    click.echo(f"config file: {paths.config_path()}")
+    for row in rows:
+        value = "(unset)" if row["value"] is None else row["value"]
+        click.echo(f"  {row['key']:<22} {str(value):<40} {row['source']}")
+
+
+@config_group.command("set")
+@click.argument("key")
+@click.argument("value")
+def config_set(key, value):
+    """Set KEY to VALUE in the config file."""
+    from .. import config
+
+    path = config.write_values({key: value})
+    click.echo(f"{key} = {config.shown(key, config.read_file(path)[key])} written to {path}")
+    _overridden([key])
+
+
+@config_group.command("unset")
+@click.argument("key")
+def config_unset(key):
+    """Remove KEY from the config file (back to the environment or the default)."""
+    from .. import config
+
+    click.echo(f"{key} removed from {config.unset(key)}")
+
+
+# -- status ----------------------------------------------------------------------------
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--offline", is_flag=True, help="Skip the Postgres and embedding-model checks.")
+def status_cmd(as_json, offline):
+    """Journal, hook, sync, vectors, Postgres and the embedding model at a glance."""
+    from .. import status
+
+    report = status.collect(check_postgres=not offline, check_provider=not offline)
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo("\n".join(status.render(report)))
 
 
 def register(group):
-    pass
+    for command in (install_cmd, uninstall_cmd, config_group, status_cmd):
+        group.add_command(command)

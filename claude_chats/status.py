@@ -1,0 +1,276 @@
+"""``chats status``: what is stored, what ran last, and whether the parts are reachable.
+
+``collect()`` returns a plain dict (``chats status --json`` prints it as is);
+each section is gathered by its own function and never raises: a part that
+cannot be read says so in its section (``"error"``).
+"""
+
+import json
+import os
+import time
+
+from . import config, paths
+
+
+def collect(settings=None, check_postgres=True, check_provider=True):
+    """Every section of the status (see the module docstring)."""
+    settings = settings or config.load()
+    return {
+        "journal": journal_section(),
+        "hook": hook_section(),
+        "sync": sync_section(),
+        "spaces": spaces_section(),
+        "postgres": postgres_section(settings) if check_postgres else {"checked": False},
+        "provider": provider_section(settings) if check_provider else {"checked": False},
+        "claude_code": claude_code_section(),
+        "config_file": paths.config_path(),
+    }
+
+
+# -- the journal -------------------------------------------------------------------
+
+
+def open_journal_readonly():
+    """The journal read-only, or None when it does not exist yet."""
+    from .localstore.journal import Journal
+
+    path = paths.journal_path()
+    return Journal.open(path, readonly=True) if os.path.exists(path) else None
+
+
+def _with_journal(read, empty):
+    try:
+        journal = open_journal_readonly()
+    except Exception as exc:  # noqa: BLE001 - status reports, never fails
+        return {**empty, "error": str(exc)}
+    if journal is None:
+        return empty
+    try:
+        return read(journal)
+    except Exception as exc:  # noqa: BLE001
+        return {**empty, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        journal.close()
+
+
+def file_bytes(path):
+    """Size of a SQLite file with its WAL and shared-memory files."""
+    return sum(os.path.getsize(p) for p in (path, path + "-wal", path + "-shm") if os.path.exists(p))
+
+
+def journal_section():
+    path = paths.journal_path()
+    empty = {"path": path, "exists": os.path.exists(path), "bytes": file_bytes(path),
+             "sessions": 0, "messages": 0, "pending": 0, "synced": 0}
+    return _with_journal(lambda j: {**empty, **j.counts()}, empty)
+
+
+def _state(journal, key):
+    value = journal.state(key)
+    try:
+        return json.loads(value) if value else None
+    except ValueError:
+        return {"raw": value}
+
+
+def hook_section():
+    log = os.path.join(paths.log_dir(), "hook.log")
+    section = _with_journal(lambda j: {"last_run": _state(j, "last_hook")}, {"last_run": None})
+    section["log"] = log
+    section["last_error"] = last_log_line(log)
+    return section
+
+
+def last_log_line(path):
+    """The last line of a JSON-lines log as a dict (None when there is none)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.path.getsize(path) - 8192))
+            tail = fh.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return None
+    if not tail:
+        return None
+    try:
+        return json.loads(tail[-1])
+    except ValueError:
+        return {"error": tail[-1][:500]}
+
+
+def sync_section():
+    from .sync.lock import is_locked
+
+    section = _with_journal(lambda j: {"last": _state(j, "last_sync")}, {"last": None})
+    section["running"] = is_locked()
+    return section
+
+
+def spaces_section():
+    """Embedding spaces of the journal with their vector (chunk) counts."""
+    def read(journal):
+        rows = journal.conn.execute(
+            "SELECT s.id, s.key, s.provider, s.model, s.dimensions, "
+            "(SELECT count(*) FROM chunks c WHERE c.space_id = s.id) FROM spaces s ORDER BY s.id").fetchall()
+        names = ("id", "key", "provider", "model", "dimensions", "vectors")
+        return {"local": [dict(zip(names, row)) for row in rows]}
+    return _with_journal(read, {"local": []})
+
+
+# -- Postgres, provider, Claude Code -------------------------------------------------
+
+
+def postgres_section(settings):
+    """Reachable or not (with latency), and the canonical store's counts."""
+    url = settings.database_url
+    if not url:
+        return {"configured": False}
+    from .sync import dburl
+
+    section = {"configured": True, "url": dburl.mask(url), "reachable": False}
+    try:
+        from .sync import pg
+
+        started = time.perf_counter()
+        conn = pg.connect(url, settings.allow_insecure_remote, register=False)
+    except Exception as exc:  # noqa: BLE001 - PostgresUnavailable, InsecureConnectionError, ConfigError...
+        return {**section, "error": str(exc)}
+    try:
+        section["connect_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        started = time.perf_counter()
+        conn.execute("SELECT 1").fetchone()
+        section.update(reachable=True, latency_ms=round((time.perf_counter() - started) * 1000, 2))
+        section.update(postgres_counts(conn, url))
+    finally:
+        conn.close()
+    return section
+
+
+def postgres_counts(conn, url):
+    from .sync.store import PgStore
+
+    try:
+        if not conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]:
+            return {"counts": None, "note": "no claude-chats tables yet (the first `chats sync` creates them)"}
+        return {"counts": PgStore(conn, url).counts()}
+    except Exception as exc:  # noqa: BLE001
+        return {"counts": None, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def provider_section(settings):
+    """The configured provider and whether its model loads (timed)."""
+    section = {"provider": settings.provider, "model": settings.model, "source": settings.source("provider")}
+    started = time.perf_counter()
+    try:
+        from .models import get_provider
+
+        with get_provider(settings) as provider:
+            section.update(available=True, space=provider.space.describe(), key=provider.space.key)
+    except Exception as exc:  # noqa: BLE001 - ProviderUnavailable, ConfigError, a model that fails to load
+        section.update(available=False, error=str(exc) or type(exc).__name__)
+    section["load_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return section
+
+
+def claude_code_section():
+    from . import install
+
+    path = install.settings_path()
+    try:
+        _text, data = install.read_settings(path)
+    except Exception as exc:  # noqa: BLE001
+        return {"settings": path, "error": str(exc)}
+    hooks = install.our_hooks(data)
+    return {"settings": path, "hooks": sorted(hooks),
+            "hooks_missing": [e for e in install.HOOK_EVENTS if e not in hooks]}
+
+
+# -- for people ----------------------------------------------------------------------
+
+
+def render(report):
+    """The status as aligned lines for a terminal."""
+    out = []
+    for name, section in (("journal", _journal_lines), ("hook", _hook_lines), ("sync", _sync_lines),
+                          ("spaces", _spaces_lines), ("postgres", _postgres_lines),
+                          ("provider", _provider_lines), ("claude code", _claude_lines)):
+        for index, line in enumerate(section(report)):
+            out.append(f"{name if index == 0 else '':<12} {line}")
+    return out
+
+
+def _size(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _journal_lines(r):
+    j = r["journal"]
+    if not j["exists"]:
+        return [f"{j['path']} (not created yet: the first hook run or `chats import` creates it)"]
+    lines = [f"{j['path']} ({_size(j['bytes'])})",
+             f"{j['sessions']:,} sessions, {j['messages']:,} messages: {j['synced']:,} synced, {j['pending']:,} pending"]
+    return lines + ([f"error: {j['error']}"] if j.get("error") else [])
+
+
+def _hook_lines(r):
+    h = r["hook"]
+    run = h.get("last_run")
+    lines = [f"last run {run.get('at')} ({run.get('event')}, {run.get('messages')} new messages)" if run
+             else "never ran (run `chats install`, then use Claude Code)"]
+    error = h.get("last_error")
+    lines.append(f"last error {error.get('at')}: {error.get('error')}" if error else "no errors logged")
+    return lines
+
+
+def _sync_lines(r):
+    s = r["sync"]
+    last = s.get("last")
+    running = " (a sync is running now)" if s.get("running") else ""
+    if not last:
+        return ["never ran (`chats sync`)" + running]
+    if last.get("ok"):
+        return [f"last {last.get('at')}: ok, {last.get('pushed', 0):,} messages pushed, "
+                f"{last.get('embedded', 0):,} embedded in {last.get('seconds', 0)} s{running}"]
+    return [f"last {last.get('at')}: failed{running}"] + [f"  {e}" for e in last.get("errors", [])[:3]]
+
+
+def _spaces_lines(r):
+    spaces = r["spaces"].get("local") or []
+    lines = [f"{s['key']}: {s['vectors']:,} local vectors" for s in spaces] or ["no vectors yet (local)"]
+    counts = (r["postgres"].get("counts") or {}).get("vectors") or {}
+    return lines + [f"{key}: {n:,} vectors in Postgres" for key, n in counts.items()]
+
+
+def _postgres_lines(r):
+    p = r["postgres"]
+    if not p.get("checked", True):
+        return ["not checked"]
+    if not p.get("configured"):
+        return ["not configured (journal only; `chats config set database_url URL`)"]
+    if not p.get("reachable"):
+        return [f"{p['url']} unreachable: {p.get('error')}"]
+    line = f"{p['url']} reachable ({p['latency_ms']} ms round trip, connect {p['connect_ms']} ms)"
+    counts = p.get("counts")
+    detail = (f"{counts['conversations']:,} conversations, {counts['messages']:,} messages" if counts
+              else p.get("note") or p.get("error", ""))
+    return [line, detail]
+
+
+def _provider_lines(r):
+    p = r["provider"]
+    if not p.get("checked", True):
+        return ["not checked"]
+    if p.get("available"):
+        return [f"{p['space']}: available (loaded in {p['load_ms']:.0f} ms)"]
+    return [f"{p['provider']} {p.get('model') or '(default model)'}: unavailable: {p.get('error')}"]
+
+
+def _claude_lines(r):
+    c = r["claude_code"]
+    if c.get("error"):
+        return [f"error: {c['error']}"]
+    if c["hooks_missing"]:
+        return [f"hooks missing for {', '.join(c['hooks_missing'])} in {c['settings']} (run `chats install`)"]
+    return [f"hooks registered in {c['settings']}"]

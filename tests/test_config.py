@@ -1,0 +1,102 @@
+"""`chats config show/set/unset` and the config library: sources, validation, masking, the file."""
+
+import json
+import os
+import stat
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+
+from claude_chats import config, paths
+from claude_chats.cli import main
+from claude_chats.errors import ConfigError
+
+
+def chats(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def shown(as_json=True):
+    result = chats("config", "show", "--json")
+    assert result.exit_code == 0, result.output
+    return {row["key"]: row for row in json.loads(result.output)["settings"]}
+
+
+def test_show_says_where_each_value_comes_from(monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://gpu-box:11434")
+    chats("config", "set", "model", "nomic-embed-text")
+    rows = shown()
+    assert rows["provider"]["value"] == "llama" and rows["provider"]["source"] == "default"
+    assert rows["model"]["value"] == "nomic-embed-text" and rows["model"]["source"] == "file"
+    assert rows["ollama_base_url"]["source"] == "env OLLAMA_HOST"
+    assert rows["sync_interval"]["source"] == "env CLAUDE_CHATS_SYNC_INTERVAL"   # the test fixture sets it
+    assert list(rows) == list(config.SETTINGS)
+
+
+def test_secrets_are_masked_everywhere(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-abcdef123456")
+    result = chats("config", "set", "database_url", "postgresql://me:hunter2@db.example.com/chats?sslmode=require")
+    assert result.exit_code == 0 and "hunter2" not in result.output
+    text = chats("config", "show").output + chats("config", "show", "--json").output
+    assert "hunter2" not in text and "sk-live-abcdef123456" not in text
+    rows = shown()
+    assert rows["database_url"]["value"] == "postgresql://me:***@db.example.com/chats?sslmode=require"
+    assert rows["openai_api_key"]["value"] == "***"
+
+
+def test_set_converts_and_validates_before_writing():
+    assert chats("config", "set", "redact", "off").exit_code == 0
+    assert chats("config", "set", "sync_interval", "1h").exit_code == 0
+    assert chats("config", "set", "dimensions", "512").exit_code == 0
+    with open(paths.config_path(), "rb") as fh:
+        data = tomllib.load(fh)
+    assert data == {"redact": False, "sync_interval": 3600, "dimensions": 512}
+    assert stat.S_IMODE(os.stat(paths.config_path()).st_mode) == 0o600
+    for key, value, says in [("provider", "nonsense", "unknown embedding provider"),
+                             ("dimensions", "0", "positive"), ("dimensions", "many", "not a valid integer"),
+                             ("redact", "maybe", "boolean"), ("sync_interval", "soon", "duration"),
+                             ("colour", "blue", "unknown setting 'colour'"),
+                             ("database_url", "definitely not a url", "not a valid PostgreSQL URL")]:
+        result = chats("config", "set", key, value)
+        assert result.exit_code == 1 and says in result.output, (key, result.output)
+    with open(paths.config_path(), "rb") as fh:
+        assert tomllib.load(fh) == data
+
+
+def test_unset_returns_to_the_default():
+    chats("config", "set", "provider", "ollama")
+    assert config.load().provider == "ollama"
+    assert chats("config", "unset", "provider").exit_code == 0
+    settings = config.load()
+    assert (settings.provider, settings.source("provider")) == ("llama", "default")
+
+
+def test_unknown_keys_in_the_file_survive_a_set():
+    paths.ensure_private_dir(paths.config_dir())
+    with open(paths.config_path(), "w") as fh:
+        fh.write('provider = "ollama"\n[future]\nthing = 1\n')
+    chats("config", "set", "model", "m")
+    with open(paths.config_path(), "rb") as fh:
+        assert tomllib.load(fh) == {"provider": "ollama", "model": "m", "future": {"thing": 1}}
+
+
+def test_a_broken_file_is_reported_with_its_path():
+    paths.ensure_private_dir(paths.config_dir())
+    with open(paths.config_path(), "w") as fh:
+        fh.write("provider = \n")
+    result = chats("config", "show")
+    assert result.exit_code == 1 and paths.config_path() in result.output and "not valid TOML" in result.output
+
+
+@pytest.mark.parametrize("text, seconds", [("300", 300), ("5m", 300), ("1.5h", 5400), ("off", 0), ("0", 0), (42, 42)])
+def test_durations(text, seconds):
+    assert config.parse_value("sync_interval", text) == seconds
+
+
+def test_env_duration_is_understood_too(monkeypatch):
+    monkeypatch.setenv("CLAUDE_CHATS_SYNC_INTERVAL", "2m")
+    assert config.load().sync_interval == 120
+    monkeypatch.setenv("CLAUDE_CHATS_SYNC_INTERVAL", "-1")
+    with pytest.raises(ConfigError, match="CLAUDE_CHATS_SYNC_INTERVAL"):
+        config.load()
