@@ -122,6 +122,50 @@ def status_cmd(as_json, offline):
         click.echo("\n".join(status.render(report)))
 
 
+# -- purge -----------------------------------------------------------------------------
+
+
+@click.command("purge")
+@click.option("--session", "session_id", metavar="ID", help="A session (its subagents go with it).")
+@click.option("--project", metavar="PATH", help="A project folder and every folder below it.")
+@click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def purge_cmd(session_id, project, dry_run, yes, as_json):
+    """Remove conversations from the journal, its vectors and Postgres (queued when unreachable)."""
+    from .. import purge
+
+    target = purge.Target.of(session_id, project)
+    preview = purge.purge(target, dry_run=True)
+    if dry_run or not as_json:
+        _show_purge(preview, as_json)
+    if dry_run:
+        return
+    if not yes:
+        click.confirm("Purge this for good (there is no undo)?", abort=True)
+    _show_purge(purge.purge(target), as_json)
+
+
+def _show_purge(report, as_json):
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    local = report.local
+    head = "would remove" if report.dry_run else "removed"
+    click.echo(f"{report.target}: {head} {local['sessions']} sessions, {local['messages']} messages, "
+               f"{local['vectors']} vectors from the journal")
+    pg = report.postgres_counts
+    detail = f": {pg['conversations']} conversations, {pg['messages']} messages" if pg else ""
+    why = f" ({report.postgres_error})" if report.postgres_error else ""
+    click.echo(f"postgres: {report.postgres}{detail}{why}")
+    if report.postgres in ("queued", "would queue"):
+        click.echo("  the next `chats sync` that reaches Postgres applies it, and every machine's sync after that")
+    if not report.dry_run and local["transcripts"]:
+        click.echo("Claude Code's own transcript files were not touched (delete them to forget everywhere):")
+        for path in local["transcripts"]:
+            click.echo(f"  {path}")
+
+
 def register(group):
-    for command in (install_cmd, uninstall_cmd, config_group, status_cmd):
+    for command in (install_cmd, uninstall_cmd, config_group, status_cmd, purge_cmd):
         group.add_command(command)
