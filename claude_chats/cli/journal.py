@@ -71,25 +71,42 @@ def _size(path):
 
 @click.command("search")
 @click.argument("query")
-@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--mode", type=click.Choice(["hybrid", "semantic", "fulltext"]), default="hybrid", show_default=True,
+              help="hybrid: words and meaning; semantic: meaning (write a sentence); fulltext: exact words.")
+@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--project", help="Only sessions in this project folder (or below it).")
+@click.option("--session", "session_id", help="Only this session.")
+@click.option("--role", type=click.Choice(["user", "assistant", "system"]))
+@click.option("--since", help="ISO date or date-time, inclusive.")
+@click.option("--until", help="ISO date or date-time (a date covers its whole day).")
+@click.option("--no-subagents", is_flag=True, help="Leave out subagent conversations.")
 @click.option("--kind", "kinds", multiple=True, help="Message kinds to search (default: text, tool_use, "
               "tool_result, compact_summary).")
-@click.option("--json", "as_json", is_flag=True)
-def search_cmd(query, limit, project, kinds, as_json):
-    """Full-text search of the local journal."""
-    with _journal() as journal:
-        hits = journal.search(query, limit=limit, project=project, kinds=kinds or None)
+@click.option("--per-session", default=2, show_default=True, type=click.IntRange(0), help="0: no cap.")
+@click.option("--local", is_flag=True, help="Search the local journal only, not Postgres.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the MCP tool's shape).")
+def search_cmd(query, mode, limit, project, session_id, role, since, until, no_subagents, kinds, per_session,
+               local, as_json):
+    """Search the conversations: Postgres when configured, else (or when unreachable) the local journal."""
+    from ..search import open_searcher
+
+    searcher = open_searcher(use_postgres=not local, wait=3.0)
+    try:
+        result = searcher.search(query, limit=limit, mode=mode, project_path=project, session_id=session_id,
+                                 role=role, since=since, until=until, include_subagents=not no_subagents,
+                                 kinds=kinds or None, per_session=per_session, max_chars=None)
+    finally:
+        searcher.close()
     if as_json:
-        emit_json([{k: v for k, v in h.items() if k != "rowid"} for h in hits])
+        emit_json(result)
         return
-    if not hits:
-        click.echo("no matches")
-        return
-    for hit in hits:
+    for note in result["notes"]:
+        click.echo(f"note: {note}", err=True)
+    for hit in result["hits"]:
         title = hit["session_name"] or hit["project_path"] or ""
-        click.echo(f"{hit['session_id']} #{hit['seq']}  {hit['role']}/{hit['kind']}  {hit['created_at'] or ''}  {title}")
-        click.echo(f"    {one_line(hit['snippet'], 200)}")
+        click.echo(f"{hit['session_id']} #{hit['seq']}  {hit['role']}/{hit['kind']}  {hit['timestamp'] or ''}  "
+                   f"{title}  [{hit['source']} {hit['score']:.4f}]")
+        click.echo(f"    {one_line(hit['text'], 200)}")
         for ctx in hit["context"]:
             click.echo(f"      #{ctx['seq']} {ctx['role']}: {one_line(ctx['text'], 120)}")
 

@@ -1,5 +1,18 @@
-"""Commands of this group are registered here (placeholder until they land)."""
+"""``chats mcp``: the conversation-memory MCP server over stdio."""
+
+import click
+
+
+@click.command("mcp")
+def mcp_cmd():
+    """Serve the conversation-memory MCP server over stdio (for Claude Code).
+
+    Register it with: claude mcp add conversation-memory -- chats mcp
+    """
+    from ..mcp.server import main
+
+    main()
 
 
 def register(group):
-    pass
+    group.add_command(mcp_cmd)

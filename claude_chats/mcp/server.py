@@ -1,0 +1,131 @@
+"""The ``conversation-memory`` MCP server: search, read and list past Claude Code conversations.
+
+``create_server(open_searcher=None)`` builds the FastMCP server. Its lifespan
+opens the stores once (``search.open_searcher``: the journal, and Postgres in
+the background when configured) and every tool call goes through that one
+``Searcher``, which answers from the journal whenever Postgres is out of reach
+and goes back to Postgres when it returns. Library errors become
+``ToolError``s with the library's actionable message.
+"""
+
+from typing import Annotated, Literal
+
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.server.lifespan import lifespan
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from .. import search
+from ..errors import ClaudeChatsError
+
+NAME = "conversation-memory"
+
+INSTRUCTIONS = """Memory of past Claude Code conversations (every turn, recorded before compaction).
+Use search_memory to find what was said or done before (decisions, errors and their fixes, commands,
+file names), get_conversation to read around a hit, list_recent_sessions to see what was worked on
+lately. Results say which store answered ("postgres" or "local", the offline journal)."""
+
+SEARCH_DESCRIPTION = """Search past Claude Code conversations.
+
+Modes:
+- "hybrid" (default): keywords and meaning together; best first choice.
+- "semantic": meaning only. Phrase the query as a sentence that would appear in the conversation
+  (e.g. "the migration test fails because the sequence is not reset"), not as keywords.
+- "fulltext": exact words; best for names, error messages, file paths, commands. Supports
+  "quoted phrases", `or`, and -excluded words.
+
+Each hit has the session id, its name, project, branch, role, kind, sequence number (seq), time,
+the matched text and neighbouring messages. Read more of a hit's conversation with
+get_conversation(session_id, start_seq=seq-5, end_seq=seq+5).
+
+When nothing is found: try other words or the other mode, drop filters, or list_recent_sessions.
+`notes` says when a store or a leg was skipped and why (e.g. Postgres unreachable: answered from
+the local journal; no vectors yet: full text only)."""
+
+Kind = Literal["text", "tool_use", "tool_result", "thinking", "compact_summary", "compact_boundary", "command",
+               "meta", "interrupt"]
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+
+def create_server(open_searcher=None):
+    """The FastMCP server; ``open_searcher()`` returns the ``Searcher`` (default: from the config)."""
+
+    @lifespan
+    async def stores(server):
+        searcher = (open_searcher or search.open_searcher)()
+        try:
+            yield {"searcher": searcher}
+        finally:
+            searcher.close()
+
+    server = FastMCP(NAME, instructions=INSTRUCTIONS, lifespan=stores, mask_error_details=True)
+
+    @server.tool(description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
+    def search_memory(
+        query: Annotated[str, Field(description="What to look for (words, or a sentence for semantic).")],
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=50, description="Number of hits.")] = 5,
+        project_path: Annotated[str | None, Field(
+            description="Only this project folder and its sub-folders (absolute path).")] = None,
+        mode: Literal["hybrid", "semantic", "fulltext"] = "hybrid",
+        session_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+        role: Annotated[Literal["user", "assistant", "system"] | None, Field(
+            description="Only what the person typed (user) or what the assistant wrote (assistant).")] = None,
+        since: Annotated[str | None, Field(description="ISO date or date-time, inclusive (2025-01-31).")] = None,
+        until: Annotated[str | None, Field(description="ISO date or date-time; a date covers its day.")] = None,
+        include_subagents: Annotated[bool, Field(description="Also search subagent conversations.")] = True,
+        kinds: Annotated[list[Kind] | None, Field(
+            description="Message kinds (default: text, tool_use, tool_result, compact_summary).")] = None,
+        max_chars: Annotated[int, Field(ge=1000, le=100_000,
+                                        description="Size budget of the whole result.")] = search.MAX_CHARS,
+    ) -> dict:
+        return _call(ctx, lambda s: s.search(
+            query, limit=limit, mode=mode, project_path=project_path, session_id=session_id, role=role,
+            since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars))
+
+    @server.tool(annotations=READ_ONLY)
+    def get_conversation(
+        session_id: Annotated[str, Field(description="A session id from search_memory or list_recent_sessions.")],
+        ctx: Context,
+        start_seq: Annotated[int | None, Field(ge=0, description="First sequence number (default 0).")] = None,
+        end_seq: Annotated[int | None, Field(ge=0, description="Last sequence number, inclusive.")] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="At most this many messages.")] = 50,
+        max_chars: Annotated[int, Field(ge=1000, le=200_000, description="Size budget of the page.")] = 20_000,
+    ) -> dict:
+        """Read a stored conversation in order, a page at a time.
+
+        Returns the session (name, project, branch, times, message_count) and its messages with
+        seq, role, kind, time and text (long messages shortened). When `next_start_seq` is set,
+        call again with start_seq=next_start_seq for the next page. To read around a search hit,
+        pass start_seq=seq-5, end_seq=seq+5.
+        """
+        return _call(ctx, lambda s: s.conversation(session_id, start_seq, end_seq, limit=limit, max_chars=max_chars))
+
+    @server.tool(annotations=READ_ONLY)
+    def list_recent_sessions(
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=200, description="Number of sessions.")] = 10,
+        project_path: Annotated[str | None, Field(
+            description="Only this project folder and its sub-folders (absolute path).")] = None,
+        include_subagents: bool = False,
+    ) -> dict:
+        """The most recent conversations, newest first: session id, name, project, branch,
+        started_at, last_at (last message), message_count, machine. Use a session id with
+        get_conversation, or as search_memory's session_id filter."""
+        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents))
+
+    return server
+
+
+def _call(ctx, action):
+    """Run ``action(searcher)``; claude-chats errors become ToolErrors with their message."""
+    try:
+        return action(ctx.lifespan_context["searcher"])
+    except ClaudeChatsError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def main():
+    """Serve over stdio (what ``chats mcp`` runs)."""
+    create_server().run(transport="stdio", show_banner=False)

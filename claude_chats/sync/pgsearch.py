@@ -1,0 +1,337 @@
+"""Postgres' side of search: both legs and their Reciprocal Rank Fusion in one SQL statement.
+
+``PgSearch(conn)`` is the searcher's ``postgres`` backend (see
+``claude_chats.search.Backend``): full text with ``websearch_to_tsquery``
+ranked by ``ts_rank_cd``, vectors with pgvector (``<=>``, cosine) over the
+space's ``vectors_<id>`` table, fused in SQL the pgvector-python way.
+
+``PgLink`` keeps the connection of a long-lived searcher (the MCP server):
+it connects in the background, makes a caller wait at most ``wait`` seconds,
+and after losing the connection lets the searcher answer from the journal at
+once, trying Postgres again ``retry_after`` seconds later.
+"""
+
+import threading
+import time
+from contextlib import contextmanager
+
+import psycopg
+
+from ..errors import ClaudeChatsError, PostgresUnavailable, SessionNotFound
+from ..search import Candidate, query_terms, shorten
+from . import dburl, pg, store
+
+STATEMENT_TIMEOUT_MS = 10_000
+NEIGHBOUR_CHARS = 300
+_LOST = (psycopg.OperationalError, psycopg.InterfaceError)
+
+_FULLTEXT = """
+fulltext AS (
+    SELECT m.id, c.session_id, ts_rank_cd(m.content_tsv, q) AS score,
+           row_number() OVER (ORDER BY ts_rank_cd(m.content_tsv, q) DESC, m.id) AS rank
+    FROM messages m JOIN conversations c ON c.id = m.conversation_id,
+         websearch_to_tsquery('english', %(text)s) q
+    WHERE m.content_tsv @@ q AND {where}
+    ORDER BY rank LIMIT %(candidates)s
+)"""
+
+_SEMANTIC = """
+nearest AS (
+    SELECT v.message_id, c.session_id, v.start_char, v.end_char, {distance} AS distance
+    FROM {table} v JOIN messages m ON m.id = v.message_id JOIN conversations c ON c.id = m.conversation_id
+    WHERE {where}
+    ORDER BY {order} LIMIT %(knn)s
+),
+semantic AS (
+    SELECT message_id AS id, session_id, 1 - distance AS score, start_char, end_char,
+           row_number() OVER (ORDER BY distance, message_id) AS rank
+    FROM (SELECT DISTINCT ON (message_id) * FROM nearest ORDER BY message_id, distance) best
+    ORDER BY rank LIMIT %(candidates)s
+)"""
+
+_NO_FULLTEXT = "fulltext AS (SELECT NULL::uuid AS id, NULL::text AS session_id, NULL::float8 AS score, " \
+               "NULL::bigint AS rank WHERE false)"
+_NO_SEMANTIC = "semantic AS (SELECT NULL::uuid AS id, NULL::text AS session_id, NULL::float8 AS score, " \
+               "NULL::int AS start_char, NULL::int AS end_char, NULL::bigint AS rank WHERE false)"
+
+_FUSED = """
+SELECT coalesce(f.id, s.id), coalesce(f.session_id, s.session_id), f.rank, f.score, s.rank, s.score,
+       s.start_char, s.end_char,
+       coalesce(1.0::float8 / (%(k_fulltext)s + f.rank), 0) + coalesce(1.0::float8 / (%(k_semantic)s + s.rank), 0)
+       AS fused
+FROM fulltext f FULL OUTER JOIN semantic s ON f.id = s.id
+ORDER BY fused DESC, least(f.rank, s.rank), f.rank NULLS LAST"""
+
+_HIT = """
+SELECT m.id, c.session_id, c.name, c.project_path, c.git_branch, m.role, m.kind, m.sequence_num, m.created_at,
+       m.message_uuid, m.content, c.agent_id IS NOT NULL
+FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ANY(%s)"""
+
+_NEIGHBOURS = """
+SELECT h.session_id, h.seq, m.sequence_num, m.role, m.kind, left(m.content, %(chars)s)
+FROM unnest(%(sessions)s::text[], %(seqs)s::int[]) AS h(session_id, seq)
+JOIN conversations c ON c.session_id = h.session_id
+JOIN messages m ON m.conversation_id = c.id
+     AND m.sequence_num BETWEEN h.seq - %(span)s AND h.seq + %(span)s AND m.sequence_num <> h.seq
+WHERE m.kind = ANY(%(kinds)s)
+ORDER BY h.session_id, h.seq, m.sequence_num"""
+
+_SESSIONS = """
+SELECT c.session_id, c.name, c.project_path, c.git_branch, c.started_at, c.last_at,
+       coalesce((SELECT max(sequence_num) + 1 FROM messages m WHERE m.conversation_id = c.id), 0),
+       c.machine, c.parent_session_id, c.agent_id IS NOT NULL
+FROM conversations c"""
+_SESSION_NAMES = ("session_id", "name", "project_path", "git_branch", "started_at", "last_at", "message_count",
+                  "machine", "parent_session_id", "is_subagent")
+_HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
+              "uuid", "content", "is_subagent")
+
+
+class PgSearch:
+    """Search and read the canonical store on one connection; ``source`` is ``"postgres"``."""
+
+    source = "postgres"
+
+    def __init__(self, conn, url="", on_lost=None):
+        self.conn, self.url, self.on_lost = conn, url, on_lost
+
+    def close(self):
+        self.conn.close()
+
+    @contextmanager
+    def _guard(self):
+        """A lost connection becomes PostgresUnavailable (and tells the link)."""
+        try:
+            yield
+        except _LOST as exc:
+            if self.on_lost is not None:
+                self.on_lost(self)
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            raise PostgresUnavailable(f"lost the connection to Postgres: {dburl.scrub(text, self.url)}") from None
+
+    def _rows(self, sql, params=None):
+        with self._guard():
+            return self.conn.execute(sql, params).fetchall()
+
+    # -- spaces ---------------------------------------------------------------------------
+
+    def space(self, key):
+        rows = [s for s in self._spaces() if s["key"] == key]
+        return rows[0] if rows else None
+
+    def spaces(self):
+        return [s for s in self._spaces() if s["vectors"]]
+
+    def _spaces(self):
+        names = ("id", "key", "provider", "model", "dimensions", "options", "canary")
+        out = [dict(zip(names, row)) for row in self._rows(
+            "SELECT id, key, provider, model, dimensions, options, canary FROM spaces ORDER BY id")]
+        for s in out:
+            s["vectors"] = self._rows(f"SELECT EXISTS (SELECT 1 FROM {store.vector_table(s['id'])})")[0][0]
+            s["canary"] = None if s["canary"] is None else s["canary"].astype("float32")
+        return out
+
+    # -- search -----------------------------------------------------------------------------
+
+    def candidates(self, plan):
+        """Both legs and their fusion in one statement (a one-leg plan: that leg alone)."""
+        where, params = _filters(plan.filters)
+        params.update(candidates=plan.candidates, k_fulltext=plan.rrf_k["fulltext"],
+                      k_semantic=plan.rrf_k["semantic"])
+        parts = [_NO_FULLTEXT, _NO_SEMANTIC]
+        if "fulltext" in plan.legs:
+            params["text"] = plan.text if plan.match == "all" else " or ".join(query_terms(plan.text))
+            parts[0] = _FULLTEXT.format(where=where)
+        if "semantic" in plan.legs:
+            parts[1] = self._semantic_cte(plan, where, params)
+        rows = self._rows("WITH " + ",".join(parts) + _FUSED, params)
+        return [Candidate(key, session, _legs(("fulltext", f_rank), ("semantic", s_rank)),
+                          _legs(("fulltext", f_score), ("semantic", s_score)), fused,
+                          (start, end) if start is not None else None)
+                for key, session, f_rank, f_score, s_rank, s_score, start, end, fused in rows]
+
+    def _semantic_cte(self, plan, where, params):
+        dimensions = len(plan.vector)
+        expression, _ops = store.index_expression(dimensions)
+        column = "v." + expression if expression == "embedding" else expression.replace("(embedding", "(v.embedding")
+        query = "%(vector)s" if expression == "embedding" else f"(%(vector)s::vector::halfvec({dimensions}))"
+        distance = f"{column} <=> {query}"
+        params.update(vector=plan.vector, knn=plan.candidates * 2)
+        with self._guard():
+            self.conn.execute(f"SET hnsw.ef_search = {min(1000, max(100, plan.candidates * 2))}")
+        # One session is a small set: scan it exactly rather than walk the whole index.
+        order = f"({distance}) + 0" if plan.filters.session_id else distance
+        return _SEMANTIC.format(distance=distance, order=order, where=where,
+                                table=store.vector_table(plan.space_id))
+
+    def hydrate(self, keys):
+        if not keys:
+            return {}
+        return {row[0]: dict(zip(_HIT_NAMES, row[1:])) for row in self._rows(_HIT, (list(keys),))}
+
+    def neighbours(self, places, span):
+        from ..localstore.journal import CONTEXT_KINDS
+
+        out = {place: [] for place in places}
+        rows = self._rows(_NEIGHBOURS, {"sessions": [p[0] for p in places], "seqs": [p[1] for p in places],
+                                        "span": span, "kinds": list(CONTEXT_KINDS), "chars": NEIGHBOUR_CHARS + 1})
+        for session, seq, n_seq, role, kind, text in rows:
+            out[(session, seq)].append({"seq": n_seq, "role": role, "kind": kind,
+                                        "text": shorten(text, NEIGHBOUR_CHARS)})
+        return out
+
+    # -- conversations ----------------------------------------------------------------------
+
+    def session(self, session_id):
+        rows = self._rows(_SESSIONS + " WHERE c.session_id = %s", (session_id,))
+        if not rows:
+            raise SessionNotFound(f"no session {session_id!r} in Postgres (see list_recent_sessions)")
+        return dict(zip(_SESSION_NAMES, rows[0]))
+
+    def messages(self, session_id, start, end, kinds, limit):
+        rows = self._rows(
+            "SELECT m.sequence_num, m.role, m.kind, m.created_at, m.content FROM messages m "
+            "JOIN conversations c ON c.id = m.conversation_id WHERE c.session_id = %s AND m.sequence_num >= %s "
+            "AND (%s::int IS NULL OR m.sequence_num <= %s) AND m.kind = ANY(%s) ORDER BY m.sequence_num LIMIT %s",
+            (session_id, start, end, end, list(kinds), limit))
+        return [dict(zip(("seq", "role", "kind", "timestamp", "content"), row)) for row in rows]
+
+    def sessions(self, limit, project_path, include_subagents):
+        where, params = [], {"limit": limit}
+        if project_path:
+            where.append("(c.project_path = %(project)s OR starts_with(c.project_path, %(prefix)s))")
+            params.update(project=project_path, prefix=project_path.rstrip("/") + "/")
+        if not include_subagents:
+            where.append("c.agent_id IS NULL")
+        sql = (_SESSIONS + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY c.last_at DESC NULLS LAST LIMIT %(limit)s")
+        return [dict(zip(_SESSION_NAMES, row)) for row in self._rows(sql, params)]
+
+
+def _legs(*pairs):
+    return {leg: value for leg, value in pairs if value is not None}
+
+
+def _filters(filters):
+    """SQL conditions over messages ``m`` and conversations ``c``, with their named parameters."""
+    where, params = ["m.kind = ANY(%(kinds)s)"], {"kinds": list(filters.kinds)}
+    if filters.project_path:
+        where.append("(c.project_path = %(project)s OR starts_with(c.project_path, %(prefix)s))")
+        params.update(project=filters.project_path, prefix=filters.project_path.rstrip("/") + "/")
+    for condition, name, value in (("c.session_id = %(session)s", "session", filters.session_id),
+                                   ("m.role = %(role)s", "role", filters.role),
+                                   ("m.created_at >= %(since)s", "since", filters.since),
+                                   ("m.created_at < %(until)s", "until", filters.until)):
+        if value is not None:
+            where.append(condition)
+            params[name] = value
+    if not filters.include_subagents:
+        where.append("c.agent_id IS NULL")
+    return " AND ".join(where), params
+
+
+def open_search(url, allow_insecure_remote=False, connect_timeout=2):
+    """A ``PgSearch`` on a new connection; PostgresUnavailable when the store is unusable."""
+    try:
+        conn = pg.connect(url, allow_insecure_remote, connect_timeout)
+    except ClaudeChatsError as exc:
+        raise PostgresUnavailable(str(exc)) from None
+    try:
+        ready = conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]
+        if not ready:
+            raise PostgresUnavailable(f"Postgres at {dburl.mask(url)} has no claude-chats tables yet: "
+                                      "run `chats sync`")
+        conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        _try(conn, "SET hnsw.iterative_scan = relaxed_order")   # pgvector >= 0.8: filtered KNN fills up
+    except psycopg.Error as exc:
+        conn.close()
+        raise PostgresUnavailable(f"Postgres at {dburl.mask(url)} is not usable: "
+                                  f"{dburl.scrub(' '.join(str(exc).split()), url)}") from None
+    except BaseException:
+        conn.close()
+        raise
+    return PgSearch(conn, url)
+
+
+def _try(conn, sql):
+    try:
+        conn.execute(sql)
+    except psycopg.Error:
+        pass
+
+
+class PgLink:
+    """Postgres for a long-lived searcher: never waited on longer than ``wait`` seconds.
+
+    ``backend()`` returns the connected ``PgSearch`` or raises
+    ``PostgresUnavailable`` at once (the last failure is recent) or after at most
+    ``wait`` seconds (a connection attempt is under way in the background).
+    """
+
+    def __init__(self, url, allow_insecure_remote=False, wait=1.5, retry_after=5.0, connect_timeout=2,
+                 opener=open_search):
+        self.url, self.allow_insecure_remote = url, allow_insecure_remote
+        self.wait, self.retry_after, self.connect_timeout, self.opener = wait, retry_after, connect_timeout, opener
+        self._lock = threading.Lock()
+        self._search = self._thread = self._error = None
+        self._failed_at = float("-inf")
+
+    def start(self):
+        """Begin connecting in the background (the MCP server calls this in its lifespan)."""
+        with self._lock:
+            self._start_locked()
+
+    def _start_locked(self):
+        if self._search is None and self._thread is None:
+            self._thread = threading.Thread(target=self._connect, name="chats-pg-connect", daemon=True)
+            self._thread.start()
+
+    def _connect(self):
+        search = error = None
+        try:
+            search = self.opener(self.url, self.allow_insecure_remote, self.connect_timeout)
+            search.on_lost = self.lost
+        except PostgresUnavailable as exc:
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - any failure means "answer from the journal", with why
+            error = f"cannot use Postgres at {dburl.mask(self.url)}: {type(exc).__name__}: " \
+                    f"{dburl.scrub(str(exc), self.url)}"
+        with self._lock:
+            self._search, self._error, self._thread = search, error, None
+            if search is None:
+                self._failed_at = time.monotonic()
+
+    def backend(self):
+        with self._lock:
+            if self._search is not None:
+                return self._search
+            if time.monotonic() - self._failed_at >= self.retry_after:
+                self._start_locked()
+            thread = self._thread
+        if thread is not None:
+            thread.join(self.wait)
+        with self._lock:
+            if self._search is not None:
+                return self._search
+            if self._thread is not None:
+                raise PostgresUnavailable(f"Postgres at {dburl.mask(self.url)} did not answer within "
+                                          f"{self.wait:g} s")
+            raise PostgresUnavailable(self._error or "Postgres is unavailable")
+
+    def lost(self, search):
+        """The connection of ``search`` broke: drop it, and retry after ``retry_after`` seconds."""
+        with self._lock:
+            if self._search is search:
+                self._search = None
+                self._failed_at = time.monotonic()
+                self._error = "the connection to Postgres was lost"
+        try:
+            search.close()
+        except psycopg.Error:
+            pass
+
+    def close(self):
+        with self._lock:
+            search, self._search = self._search, None
+        if search is not None:
+            search.close()

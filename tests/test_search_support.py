@@ -1,0 +1,141 @@
+"""Data for the search and MCP tests: a small corpus of conversations, synced for real.
+
+``build_journal(folder)`` imports the corpus into a journal through the real
+import path; ``sync_corpus(journal, provider, url)`` runs the real ``chats
+sync`` engine, which keeps the vectors in the journal (``JournalVectors``)
+and pushes messages and vectors to Postgres when ``url`` is given. Both stores
+then hold the same messages and the same vectors.
+"""
+
+import json
+
+import numpy as np
+
+from claude_chats import config
+from claude_chats.localstore.journal import Journal
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.search import Searcher
+from claude_chats.sync.runner import run_sync
+from tests import lines
+
+# session id -> (project folder, [alternating user / assistant texts])
+CORPUS = {
+    "s-migrate": ("/work/alpha", [
+        "the migration test is flaky: it fails every other run on CI",
+        "The flaky migration test fails because the id sequence is not reset between runs; resetting the "
+        "sequence in the fixture fixes it.",
+        "great, please also check the rollback migration",
+        "The rollback migration drops the index before the column, which is the right order.",
+    ]),
+    "s-docker": ("/work/alpha/services", [
+        "docker compose up fails with port 5432 already in use",
+        "Another Postgres container holds port 5432; stop it or map the service to 5433 in docker-compose.yml.",
+    ]),
+    "s-react": ("/work/beta", [
+        "my useEffect runs in an infinite loop and the page freezes",
+        "The effect depends on an object created on every render; memoize it with useMemo.",
+    ]),
+    "s-rust": ("/work/beta", [
+        "the borrow checker complains that the value does not live long enough",
+        "Return an owned String instead of a reference to the local buffer; its lifetime ends with the function.",
+    ]),
+    "s-k8s": ("/work/gamma", [
+        "the pod is in CrashLoopBackOff and the events say OOMKilled",
+        "The container exceeds its 256Mi memory limit; raise the limit or fix the leak in the cache.",
+    ]),
+    "s-async": ("/work/gamma", [
+        "asyncio raises RuntimeError: Event loop is closed at exit",
+        "Close the client inside the running loop before asyncio.run returns.",
+    ]),
+    "s-long": ("/work/alpha", [f"note {i} about the schema migration of table t{i}" for i in range(30)]),
+}
+SUBAGENT = ("s-migrate", "a1", "subagent report: searched the repository for sequence reset helpers in the "
+                                "migration fixtures")
+
+
+def corpus_lines():
+    out = []
+    for day, (session, (project, texts)) in enumerate(CORPUS.items(), 1):
+        for i, text in enumerate(texts):
+            ts = f"2026-01-{day:02d}T10:{i // 60:02d}:{i % 60:02d}.000Z"
+            make = lines.user if i % 2 == 0 else lines.assistant
+            out.append((session, make(text, session=session, ts=ts, cwd=project)))
+    return out
+
+
+def write_corpus(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    by_session = {}
+    for session, line in corpus_lines():
+        by_session.setdefault(session, []).append(line)
+    paths = []
+    for session, objs in by_session.items():
+        path = folder / f"{session}.jsonl"
+        path.write_bytes(lines.encode(*objs))
+        paths.append(str(path))
+    parent, agent, text = SUBAGENT
+    sub = folder / parent / "subagents" / f"agent-{agent}.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_bytes(lines.encode(lines.user(text, session=parent, cwd=CORPUS[parent][0], isSidechain=True,
+                                            agentId=agent, ts="2026-01-01T11:00:00.000Z")))
+    return paths + [str(sub)]
+
+
+def build_journal(folder):
+    journal = Journal.open(str(folder / "journal.db"))
+    stats = journal.import_files(write_corpus(folder / "projects"))
+    assert not stats.errors, stats.errors
+    return journal
+
+
+class JournalVectors:
+    """The local vector store sync expects (``prepare``/``load``/``save``), over the journal's
+    ``spaces``, ``chunks`` and sqlite-vec ``vec_<space id>`` tables."""
+
+    def __init__(self, journal):
+        self.conn = journal.conn
+        LocalSearch(journal)._load_vec()
+        self.space_id = None
+
+    def prepare(self, space, canary):
+        self.conn.execute(
+            "INSERT OR IGNORE INTO spaces (key, provider, model, dimensions, options, canary, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, '2026-01-01T00:00:00Z')",
+            (space.key, space.provider, space.model, space.dimensions, json.dumps(space.options),
+             np.asarray(canary, dtype=np.float32).tobytes()))
+        self.space_id = self.conn.execute("SELECT id FROM spaces WHERE key = ?", (space.key,)).fetchall()[0][0]
+        self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_{self.space_id} "
+                          f"USING vec0(embedding float[{int(space.dimensions)}] distance_metric=cosine)")
+
+    def load(self, message_ids):
+        return {}
+
+    def save(self, chunks_by_message):
+        with self.conn:
+            for message_id, chunks in chunks_by_message.items():
+                for c in chunks:
+                    self.conn.execute("INSERT INTO chunks (space_id, message_id, chunk_index, start_char, end_char) "
+                                      "VALUES (?, ?, ?, ?, ?)", (self.space_id, message_id, c.index, c.start, c.end))
+                    rowid = self.conn.last_insert_rowid()
+                    self.conn.execute(f"INSERT INTO vec_{self.space_id} (rowid, embedding) VALUES (?, ?)",
+                                      (rowid, np.asarray(c.vector, dtype=np.float32).tobytes()))
+
+
+def sync_corpus(journal, provider, url=None):
+    settings = config.load({"database_url": url} if url else None)
+    report = run_sync(settings, journal=journal, provider=provider, local=JournalVectors(journal), lock=False)
+    assert not url or report.ok, report.errors
+    return report
+
+
+def local_searcher(journal, provider_factory):
+    return Searcher(LocalSearch(journal), None, provider_factory)
+
+
+def searcher_opener(journal, provider_factory, remote=None):
+    """What an MCP server's lifespan calls: a Searcher on its own journal connection."""
+    return lambda: Searcher(LocalSearch.open(journal.path), remote, provider_factory)
+
+
+def sessions_of(result):
+    return [h["session_id"] for h in result["hits"]]
