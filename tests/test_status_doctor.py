@@ -84,3 +84,176 @@ def test_status_loads_the_configured_model(test_model_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_MODEL", "/nowhere/model.gguf")
     section = status.provider_section(config.load())
     assert section["available"] is False and "/nowhere/model.gguf" in section["error"]
+
+
+# -- doctor ------------------------------------------------------------------------------
+
+from claude_chats import doctor, install  # noqa: E402
+
+
+@pytest.fixture
+def healthy(tmp_path, monkeypatch, pg_db_url, test_model_path, minilm):
+    """A machine where every check passes: installed, MCP registered, imported, synced with the test model."""
+    monkeypatch.setenv("PATH", str(tmp_path))              # no `claude` CLI: install prints the MCP command
+    monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
+    monkeypatch.setenv("CLAUDE_CHATS_THREADS", "2")
+    monkeypatch.setenv("DATABASE_URL", pg_db_url)
+    with open(install.settings_path(), "w") as fh:         # the test transcripts are dated 2026-01-01
+        json.dump({"cleanupPeriodDays": 100000, "model": "opus"}, fh)
+    assert chats("install").exit_code == 0
+    chats_path = install.installed_script("chats")
+    with open(doctor.claude_json_path(), "w") as fh:       # what `claude mcp add --scope user` writes
+        json.dump({"numStartups": 3, "mcpServers": {"conversation-memory": {
+            "type": "stdio", "command": chats_path, "args": ["mcp"], "env": {}}}}, fh)
+    imported("s-1", "s-2")
+    with Journal.open() as journal:
+        report = run_sync(config.load(), journal=journal, provider=minilm, lock=False)
+    assert report.ok, report.errors
+    return {"url": pg_db_url, "key": minilm.space.key}
+
+
+def results():
+    return {r.name: r for r in doctor.run()}
+
+
+def failing(name, status=doctor.FAIL):
+    checks = results()
+    assert checks[name].status == status, checks[name]
+    others = [c for c in checks.values() if c.name != name and c.status in (doctor.FAIL, doctor.WARN)]
+    assert others == [], others
+    if status != doctor.SKIP:
+        assert checks[name].fix
+    return checks[name]
+
+
+def test_doctor_passes_on_a_healthy_machine(healthy):
+    checks = results()
+    assert {c.status for c in checks.values()} == {doctor.PASS}, [c for c in checks.values() if c.status != "pass"]
+    assert set(checks) == {"hooks", "mcp", "config", "journal", "fts", "transcripts", "cleanup", "model", "canary",
+                           "tls", "postgres", "pgvector", "migrations"}
+    result = chats("doctor")
+    assert result.exit_code == 0 and "FAIL" not in result.output
+
+
+def test_doctor_hooks_missing(healthy):
+    chats("uninstall")
+    assert "chats install" in failing("hooks").fix
+    assert chats("doctor").exit_code == 1
+
+
+def test_doctor_hook_pointing_at_a_removed_executable(healthy):
+    path = install.settings_path()
+    with open(path) as fh:
+        text = fh.read()
+    with open(path, "w") as fh:
+        fh.write(text.replace(install.installed_script("record-conversation"), "/gone/venv/bin/record-conversation"))
+    assert "/gone/venv/bin/record-conversation" in failing("hooks").detail
+
+
+def test_doctor_mcp_not_registered(healthy):
+    with open(doctor.claude_json_path(), "w") as fh:
+        json.dump({"mcpServers": {"other": {"command": "npx", "args": []}}}, fh)
+    assert "claude mcp add --scope user conversation-memory" in failing("mcp").fix
+
+
+def test_doctor_config_unreadable(healthy):
+    with open(paths.config_path(), "w") as fh:
+        fh.write("provider = = 'x'\n")
+    checks = results()
+    assert checks["config"].status == doctor.FAIL and paths.config_path() in checks["config"].detail
+
+
+def test_doctor_journal_damaged(healthy):
+    path = paths.journal_path()
+    with Journal.open() as journal:
+        journal.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = journal.conn.execute("PRAGMA page_size").fetchall()[0][0]
+    with open(path, "r+b") as fh:          # scribble over every page but the first (the header)
+        size = os.path.getsize(path)
+        for offset in range(page_size, size, page_size):
+            fh.seek(offset + 8)
+            fh.write(b"\xff" * 64)
+    checks = results()
+    assert checks["journal"].status == doctor.FAIL and checks["journal"].fix
+
+
+def test_doctor_fts_out_of_step(healthy):
+    with Journal.open() as journal:
+        journal.conn.execute("INSERT INTO messages_fts(rowid, content) VALUES (999999, 'a ghost entry')")
+    assert "rebuild" in failing("fts").fix
+
+
+def test_doctor_transcripts_never_imported(healthy):
+    write_transcript("s-new", 2, project="-work-other")
+    assert failing("transcripts").fix == "chats import"
+
+
+def test_doctor_cleanup_period_shorter_than_the_history(healthy):
+    with open(install.settings_path()) as fh:
+        settings = json.load(fh)
+    with open(install.settings_path(), "w") as fh:
+        json.dump({**settings, "cleanupPeriodDays": 30}, fh)
+    folder = os.path.join(paths.claude_projects_dir(), "-old")
+    os.makedirs(folder)
+    path = os.path.join(folder, "s-old.jsonl")
+    with open(path, "wb") as fh:
+        fh.write(lines.encode(lines.user("from long ago", session="s-old", ts="2020-01-01T00:00:00.000Z")))
+    with Journal.open() as journal:
+        journal.import_files([path])
+    check = failing("cleanup", doctor.WARN)
+    assert "cleanupPeriodDays" in check.detail and "journal keeps them" in check.detail
+
+
+def test_doctor_model_missing(healthy, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CHATS_MODEL", "/nowhere/model.gguf")
+    checks = results()
+    assert checks["model"].status == doctor.FAIL and "/nowhere/model.gguf" in checks["model"].detail
+    assert checks["canary"].status == doctor.SKIP
+
+
+def test_doctor_canary_does_not_reproduce(healthy):
+    import numpy as np
+    import psycopg
+    wrong = np.ones(len(np.frombuffer(b"\0" * 4 * 384, dtype=np.float32)), dtype=np.float32)
+    with psycopg.connect(healthy["url"], autocommit=True) as conn:
+        conn.execute("UPDATE spaces SET canary = %s::vector", (str(wrong.tolist()),))
+    check = failing("canary")
+    assert "postgres" in check.detail and "canary" in check.detail
+
+
+def test_doctor_stored_vectors_of_another_model(healthy):
+    import psycopg
+    with psycopg.connect(healthy["url"], autocommit=True) as conn:
+        conn.execute("UPDATE spaces SET key = 'ollama/nomic-embed-text/768/{}'")
+    assert "none of the configured" in failing("canary").detail
+
+
+def test_doctor_postgres_down(healthy, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://me:pw@127.0.0.1:1/none?connect_timeout=2")
+    check = failing("postgres")
+    assert "cannot reach Postgres" in check.detail and "pw" not in check.detail
+
+
+def test_doctor_remote_without_tls(healthy, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://me@db.example.invalid/chats?sslmode=disable&connect_timeout=2")
+    checks = results()
+    assert checks["tls"].status == doctor.FAIL and "sslmode=verify-full" in checks["tls"].fix
+    assert checks["postgres"].status == doctor.FAIL
+
+
+def test_doctor_pgvector_missing_and_migrations_pending(healthy, pg_url, monkeypatch):
+    import uuid
+
+    import psycopg
+    from tests.fixtures_pg import with_database
+    name = f"chats_doctor_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        monkeypatch.setenv("DATABASE_URL", with_database(pg_url, name))
+        checks = results()
+        assert checks["pgvector"].status == doctor.FAIL and "CREATE EXTENSION vector" in checks["pgvector"].fix
+        assert checks["migrations"].status == doctor.FAIL and checks["migrations"].fix == "chats sync (applies them)"
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -122,6 +122,27 @@ def status_cmd(as_json, offline):
         click.echo("\n".join(status.render(report)))
 
 
+# -- doctor ----------------------------------------------------------------------------
+
+
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def doctor_cmd(as_json):
+    """Check every part (hooks, MCP, config, journal, FTS, model, canary, Postgres) and say how to fix it."""
+    from .. import doctor
+
+    results = doctor.run()
+    if as_json:
+        emit_json([r.as_dict() for r in results])
+    else:
+        for r in results:
+            click.echo(f"{r.status.upper():<5} {r.name:<12} {r.detail}")
+            if r.fix and r.status in (doctor.FAIL, doctor.WARN):
+                click.echo(f"{'':<18} fix: {r.fix}")
+    if any(r.failed for r in results):
+        raise SystemExit(1)
+
+
 # -- purge -----------------------------------------------------------------------------
 
 
@@ -167,5 +188,5 @@ def _show_purge(report, as_json):
 
 
 def register(group):
-    for command in (install_cmd, uninstall_cmd, config_group, status_cmd, purge_cmd):
+    for command in (install_cmd, uninstall_cmd, config_group, status_cmd, doctor_cmd, purge_cmd):
         group.add_command(command)

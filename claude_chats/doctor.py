@@ -1,0 +1,378 @@
+"""``chats doctor``: every check a person would otherwise do by hand, each with its fix.
+
+A check is a function of a ``Context`` (the settings, and the journal, model and
+Postgres connection opened once and shared) returning one ``Check`` or a list
+of them. ``run()`` runs them all; a check that crashes is reported as failed,
+never raised.
+"""
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+
+from . import config, install, paths
+
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+VECTOR_MIN = (0, 5, 0)          # HNSW; halfvec (above 2,000 dimensions) needs 0.7
+CLEANUP_DEFAULT_DAYS = 30       # Claude Code's cleanupPeriodDays default
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    detail: str
+    fix: str = None
+
+    @property
+    def failed(self):
+        return self.status == FAIL
+
+    def as_dict(self):
+        return asdict(self)
+
+
+class Context:
+    """What the checks share; each part is opened on first use and its failure remembered."""
+
+    def __init__(self, settings=None):
+        self._settings, self._cache = settings, {}
+
+    def _get(self, name, opener):
+        if name not in self._cache:
+            try:
+                self._cache[name] = (opener(), None)
+            except Exception as exc:  # noqa: BLE001 - reported by the checks that need it
+                self._cache[name] = (None, exc)
+        value, error = self._cache[name]
+        if error is not None:
+            raise error
+        return value
+
+    @property
+    def settings(self):
+        return self._settings or self._get("settings", config.load)
+
+    def journal(self):
+        from .localstore.journal import Journal
+
+        return self._get("journal", Journal.open)
+
+    def provider(self):
+        from .models import get_provider
+
+        return self._get("provider", lambda: get_provider(self.settings))
+
+    def pg(self):
+        from .sync import pg
+
+        return self._get("pg", lambda: pg.connect(self.settings.database_url,
+                                                  self.settings.allow_insecure_remote, register=False))
+
+    def close(self):
+        for value, _error in self._cache.values():
+            if value is not None and hasattr(value, "close"):
+                value.close()
+
+
+# -- Claude Code ------------------------------------------------------------------------
+
+
+def check_hooks(ctx):
+    _text, data = install.read_settings(install.settings_path())
+    ours = install.our_hooks(data)
+    missing = [e for e in install.HOOK_EVENTS if e not in ours]
+    if missing:
+        return Check("hooks", FAIL, f"no record-conversation hook for {', '.join(missing)} in "
+                     f"{install.settings_path()}", "chats install")
+    broken = sorted({c for commands in ours.values() for c in commands if not _executable(c)})
+    if broken:
+        return Check("hooks", FAIL, f"hook command not executable: {', '.join(broken)}",
+                     "chats install (re-points the hooks at the installed record-conversation)")
+    return Check("hooks", PASS, f"{', '.join(install.HOOK_EVENTS)} run {sorted(ours.values())[0][0]}")
+
+
+def _executable(command):
+    import shlex
+    import shutil
+
+    path = shlex.split(command)[0]
+    path = shutil.which(path) if os.sep not in path else os.path.expanduser(path)
+    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def claude_json_path():
+    """Where Claude Code keeps user-scope MCP servers (``~/.claude.json``, or inside CLAUDE_CONFIG_DIR)."""
+    if os.environ.get("CLAUDE_CONFIG_DIR"):
+        return os.path.join(paths.claude_config_dir(), ".claude.json")
+    return os.path.expanduser("~/.claude.json")
+
+
+def check_mcp(ctx):
+    path = claude_json_path()
+    fix = _mcp_fix()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            server = (json.load(fh).get("mcpServers") or {}).get(install.MCP_NAME)
+    except FileNotFoundError:
+        return Check("mcp", FAIL, f"{path} does not exist (Claude Code never ran, or another config dir)", fix)
+    except (OSError, ValueError) as exc:
+        return Check("mcp", FAIL, f"cannot read {path}: {exc}", fix)
+    if not server:
+        return Check("mcp", FAIL, f"MCP server {install.MCP_NAME} is not registered (user scope)", fix)
+    command = [server.get("command", ""), *server.get("args", [])]
+    if not _executable(command[0] or "/nonexistent"):
+        return Check("mcp", FAIL, f"MCP server {install.MCP_NAME} runs {command[0]!r}, which is not executable", fix)
+    return Check("mcp", PASS, f"{install.MCP_NAME}: {' '.join(command)}")
+
+
+def _mcp_fix():
+    import shlex
+    try:
+        chats = install.installed_script("chats")
+    except install.InstallError:
+        chats = "chats"
+    return f"chats install (or: {shlex.join(install.mcp_add_command(chats))})"
+
+
+def check_cleanup_period(ctx):
+    _text, data = install.read_settings(install.settings_path())
+    days = data.get("cleanupPeriodDays", CLEANUP_DEFAULT_DAYS)
+    oldest = ctx.journal().conn.execute("SELECT min(first_at) FROM sessions WHERE first_at IS NOT NULL").fetchall()[0][0]
+    held = _age_days(oldest)
+    if held is None:
+        return Check("cleanup", PASS, f"Claude Code keeps transcripts {days} days; the journal holds no history yet")
+    if isinstance(days, (int, float)) and held > days:
+        return Check("cleanup", WARN,
+                     f"Claude Code deletes transcripts after {days} days (cleanupPeriodDays) but the journal holds "
+                     f"{held:.0f} days: the journal keeps them, it is now the only copy of the older ones",
+                     "nothing to do (back up the journal); or raise cleanupPeriodDays in settings.json")
+    return Check("cleanup", PASS, f"Claude Code keeps transcripts {days} days; the journal holds {held:.0f}")
+
+
+def _age_days(iso):
+    from datetime import datetime, timezone
+
+    if not iso:
+        return None
+    try:
+        moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - moment).total_seconds() / 86400
+
+
+# -- local state -------------------------------------------------------------------------
+
+
+def check_config(ctx):
+    path = paths.config_path()
+    try:
+        config.load()
+    except Exception as exc:  # noqa: BLE001 - ConfigError with the file and line
+        return Check("config", FAIL, str(exc), f"fix {path} (or `chats config set KEY VALUE`)")
+    where = path if os.path.exists(path) else f"{path} (absent: defaults and environment)"
+    return Check("config", PASS, f"readable: {where}")
+
+
+def check_journal(ctx):
+    from .localstore.db import Immediate
+
+    path = paths.journal_path()
+    fix = f"check the permissions of {os.path.dirname(path)}; move a damaged journal aside and run `chats import`"
+    try:
+        conn = ctx.journal().conn
+        with Immediate(conn):
+            pass
+        result = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    except Exception as exc:  # noqa: BLE001
+        return Check("journal", FAIL, f"{path}: {exc}", fix)
+    if result != ["ok"]:
+        return Check("journal", FAIL, f"integrity check of {path}: {'; '.join(result[:3])}", fix)
+    return Check("journal", PASS, f"{path} writable, integrity ok")
+
+
+def check_fts(ctx):
+    conn = ctx.journal().conn
+    fix = (f"rebuild it: sqlite3 {paths.journal_path()} "
+           "\"INSERT INTO messages_fts(messages_fts) VALUES('rebuild')\"")
+    try:
+        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    except Exception as exc:  # noqa: BLE001 - apsw.CorruptError when the index and the table disagree
+        return Check("fts", FAIL, f"full-text index does not match the messages: {exc}", fix)
+    return Check("fts", PASS, "full-text index consistent with the messages")
+
+
+def check_transcripts(ctx):
+    from .localstore.journal import discover
+
+    root = paths.claude_projects_dir()
+    if not os.path.isdir(root):
+        return Check("transcripts", PASS, f"no transcripts folder at {root}")
+    known = {r[0] for r in ctx.journal().conn.execute("SELECT path FROM transcripts")}
+    missing = [f for f in discover([root]) if f not in known]
+    if missing:
+        return Check("transcripts", FAIL, f"{len(missing)} transcript(s) under {root} never imported "
+                     f"(e.g. {missing[0]})", "chats import")
+    return Check("transcripts", PASS, f"every transcript under {root} is in the journal")
+
+
+# -- the model ---------------------------------------------------------------------------
+
+
+def check_model(ctx):
+    from .models import canary_vector
+
+    settings = ctx.settings
+    started = time.perf_counter()
+    try:
+        provider = ctx.provider()
+        canary_vector(provider)
+    except Exception as exc:  # noqa: BLE001 - ProviderUnavailable / ProviderError carry the fix
+        return Check("model", FAIL, f"{settings.provider} {settings.model or '(default model)'}: {exc}",
+                     "see the message; `chats config show` for the provider and model in use")
+    ms = (time.perf_counter() - started) * 1000
+    return Check("model", PASS, f"{provider.space.describe()} loads and embeds ({ms:.0f} ms)")
+
+
+def check_canary(ctx):
+    """Every stored space of the configured model reproduces its canary; vectors exist for the model."""
+    try:
+        provider = ctx.provider()
+    except Exception:  # noqa: BLE001 - check_model reports why
+        return Check("canary", SKIP, "no model to compare with (see the model check)")
+    stored = [("local", key, blob) for key, blob in local_spaces(ctx)] + \
+             [("postgres", key, vec) for key, vec in postgres_spaces(ctx)]
+    return canary_verdict(provider, stored)
+
+
+def canary_verdict(provider, stored):
+    from .models import check_canary as compare
+    from .models.spaces import canary_from_blob
+
+    key = provider.space.key
+    if not stored:
+        return Check("canary", PASS, "no stored vectors yet")
+    mine = [(where, vec) for where, k, vec in stored if k == key]
+    if not mine:
+        others = sorted({k for _w, k, _v in stored})
+        return Check("canary", FAIL, f"stored vectors are of {', '.join(others)}, none of the configured {key}: "
+                     "semantic search has nothing to compare with",
+                     "configure the stored model (chats config set provider/model) or run `chats sync` to embed "
+                     "with the new one")
+    for where, vec in mine:
+        vector = canary_from_blob(vec) if isinstance(vec, bytes) else vec
+        try:
+            compare(provider.space, vector, provider)
+        except Exception as exc:  # noqa: BLE001 - SpaceMismatchError names both models
+            return Check("canary", FAIL, f"{where}: {exc}", "configure the model the vectors were made with")
+    return Check("canary", PASS, f"the configured model reproduces the canary of {key} "
+                 f"({', '.join(sorted({w for w, _v in mine}))})")
+
+
+def local_spaces(ctx):
+    return [(k, c) for k, c in ctx.journal().conn.execute("SELECT key, canary FROM spaces").fetchall()]
+
+
+def postgres_spaces(ctx):
+    if not ctx.settings.database_url:
+        return []
+    try:
+        conn = ctx.pg()
+    except Exception:  # noqa: BLE001 - the postgres check reports it
+        return []
+    if not conn.execute("SELECT to_regclass('spaces') IS NOT NULL").fetchone()[0]:
+        return []
+    return [(k, c) for k, c in conn.execute("SELECT key, canary::real[] FROM spaces").fetchall()]
+
+
+# -- Postgres ----------------------------------------------------------------------------
+
+
+def check_postgres(ctx):
+    from .sync import dburl
+
+    url = ctx.settings.database_url
+    if not url:
+        return [Check("postgres", SKIP, "not configured: the journal alone (search works offline)")]
+    checks = [_tls(url, ctx.settings.allow_insecure_remote)]
+    started = time.perf_counter()
+    try:
+        conn = ctx.pg()
+    except Exception as exc:  # noqa: BLE001
+        return checks + [Check("postgres", FAIL, str(exc), "start it (docker compose up -d) or fix database_url")]
+    ms = (time.perf_counter() - started) * 1000
+    version = conn.execute("SHOW server_version").fetchone()[0]
+    checks.append(Check("postgres", PASS, f"{dburl.mask(url)} reachable (PostgreSQL {version}, {ms:.0f} ms)"))
+    return checks + [_extension(conn), _migrations(conn)]
+
+
+def _tls(url, allowed):
+    from .sync import dburl
+
+    try:
+        params = dburl.parse(url)
+    except Exception as exc:  # noqa: BLE001
+        return Check("tls", FAIL, str(exc), "fix database_url")
+    remote = [h for h in dburl.hosts(params) if not dburl.is_local_host(h)]
+    mode = dburl.sslmode(params)
+    if not remote:
+        return Check("tls", PASS, "local host: TLS not needed")
+    if mode in dburl.TLS_MODES:
+        level = PASS if mode == "verify-full" else WARN
+        return Check("tls", level, f"remote host, sslmode={mode}",
+                     None if level == PASS else "use sslmode=verify-full (and sslrootcert) to check the server")
+    return Check("tls", FAIL if not allowed else WARN, f"remote host {', '.join(remote)} without TLS (sslmode={mode})",
+                 "add sslmode=verify-full to database_url")
+
+
+def _extension(conn):
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        return Check("pgvector", FAIL, "the vector extension is not installed",
+                     "CREATE EXTENSION vector (as a superuser; pgvector >= 0.5)")
+    version = tuple(int(p) for p in row[0].split(".")[:3] if p.isdigit())
+    if version < VECTOR_MIN:
+        return Check("pgvector", FAIL, f"pgvector {row[0]} is older than 0.5 (no HNSW)",
+                     "ALTER EXTENSION vector UPDATE (after upgrading pgvector)")
+    return Check("pgvector", PASS, f"pgvector {row[0]}")
+
+
+def _migrations(conn):
+    from .sync import migrations
+
+    pending = [n for n, _sql in migrations.available() if n not in migrations.applied(conn)]
+    if pending:
+        return Check("migrations", FAIL, f"{len(pending)} migration(s) not applied: {', '.join(pending)}",
+                     "chats sync (applies them)")
+    return Check("migrations", PASS, "schema current")
+
+
+# -- running -------------------------------------------------------------------------------
+
+CHECKS = (check_hooks, check_mcp, check_config, check_journal, check_fts, check_transcripts, check_cleanup_period,
+          check_model, check_canary, check_postgres)
+
+
+def run(settings=None, checks=CHECKS):
+    """Run ``checks``; returns the list of ``Check`` results."""
+    ctx = Context(settings)
+    results = []
+    try:
+        for check in checks:
+            results.extend(_safe(check, ctx))
+    finally:
+        ctx.close()
+    return results
+
+
+def _safe(check, ctx):
+    name = check.__name__.removeprefix("check_")
+    try:
+        result = check(ctx)
+    except Exception as exc:  # noqa: BLE001 - a crashing check is a failed check
+        return [Check(name, FAIL, f"{type(exc).__name__}: {exc}")]
+    return result if isinstance(result, list) else [result]
