@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 
 from . import transcript
-from .errors import ConfigError, PostgresUnavailable, ProviderError, SearchError, SpaceMismatchError
+from .errors import (ConfigError, PostgresUnavailable, ProviderError, SearchError, SessionNotFound,
+                     SpaceMismatchError)
 
 MODES = ("hybrid", "semantic", "fulltext")
 LEGS = ("fulltext", "semantic")
@@ -334,13 +335,20 @@ class Searcher:
         with self._lock:
             return self._each_backend(lambda backend, notes: self._search(backend, request, notes))
 
-    def _each_backend(self, action):
+    def _each_backend(self, action, missing_ok=False):
+        """``action(backend, notes)`` on Postgres, else on the journal (``missing_ok``: also when
+        Postgres does not have the session yet)."""
         notes = []
-        for backend in self._backends(notes):
+        backends = list(self._backends(notes))
+        for index, backend in enumerate(backends):
             try:
                 return action(backend, notes)
             except PostgresUnavailable as exc:
                 notes.append(f"Postgres unreachable, answered from the local journal: {exc}")
+            except SessionNotFound:
+                if not missing_ok or index == len(backends) - 1:
+                    raise
+                notes.append("this session is not in Postgres (not synced yet): read from the local journal")
         raise PostgresUnavailable("no store to answer from: " + "; ".join(notes or ["none configured"]))
 
     def _backends(self, notes):
@@ -455,7 +463,8 @@ class Searcher:
         kinds = tuple(kinds) if kinds else CONVERSATION_KINDS
         with self._lock:
             return self._each_backend(lambda backend, notes: _page(
-                backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars))
+                backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars),
+                missing_ok=True)
 
     def recent_sessions(self, limit=10, project_path=None, include_subagents=False):
         """The most recent conversations, newest first."""

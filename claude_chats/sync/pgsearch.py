@@ -2,7 +2,7 @@
 
 ``PgSearch(conn)`` is the searcher's ``postgres`` backend (see
 ``claude_chats.search.Backend``): full text with ``websearch_to_tsquery``
-ranked by ``ts_rank_cd``, vectors with pgvector (``<=>``, cosine) over the
+ranked by ``ts_rank`` (length-normalised), vectors with pgvector (``<=>``, cosine) over the
 space's ``vectors_<id>`` table, fused in SQL the pgvector-python way.
 
 ``PgLink`` keeps the connection of a long-lived searcher (the MCP server):
@@ -23,12 +23,13 @@ from . import dburl, pg, store
 
 STATEMENT_TIMEOUT_MS = 10_000
 NEIGHBOUR_CHARS = 300
+RANK_NORMALIZATION = 1   # ts_rank divided by 1 + log(document length): close to bm25's ordering
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
 _FULLTEXT = """
 fulltext AS (
-    SELECT m.id, c.session_id, ts_rank_cd(m.content_tsv, q) AS score,
-           row_number() OVER (ORDER BY ts_rank_cd(m.content_tsv, q) DESC, m.id) AS rank
+    SELECT m.id, c.session_id, ts_rank(m.content_tsv, q, %(norm)s) AS score,
+           row_number() OVER (ORDER BY ts_rank(m.content_tsv, q, %(norm)s) DESC, m.id) AS rank
     FROM messages m JOIN conversations c ON c.id = m.conversation_id,
          websearch_to_tsquery('english', %(text)s) q
     WHERE m.content_tsv @@ q AND {where}
@@ -128,7 +129,7 @@ class PgSearch:
             "SELECT id, key, provider, model, dimensions, options, canary FROM spaces ORDER BY id")]
         for s in out:
             s["vectors"] = self._rows(f"SELECT EXISTS (SELECT 1 FROM {store.vector_table(s['id'])})")[0][0]
-            s["canary"] = None if s["canary"] is None else s["canary"].astype("float32")
+            s["canary"] = _array(s["canary"])
         return out
 
     # -- search -----------------------------------------------------------------------------
@@ -136,7 +137,7 @@ class PgSearch:
     def candidates(self, plan):
         """Both legs and their fusion in one statement (a one-leg plan: that leg alone)."""
         where, params = _filters(plan.filters)
-        params.update(candidates=plan.candidates, k_fulltext=plan.rrf_k["fulltext"],
+        params.update(candidates=plan.candidates, norm=RANK_NORMALIZATION, k_fulltext=plan.rrf_k["fulltext"],
                       k_semantic=plan.rrf_k["semantic"])
         parts = [_NO_FULLTEXT, _NO_SEMANTIC]
         if "fulltext" in plan.legs:
@@ -206,6 +207,15 @@ class PgSearch:
         sql = (_SESSIONS + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY c.last_at DESC NULLS LAST LIMIT %(limit)s")
         return [dict(zip(_SESSION_NAMES, row)) for row in self._rows(sql, params)]
+
+
+def _array(value):
+    """A pgvector value (numpy array or ``pgvector.Vector``) as float32, or None."""
+    import numpy as np
+
+    if value is None:
+        return None
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
 def _legs(*pairs):

@@ -1,0 +1,241 @@
+"""Search over a real Postgres: one-statement fusion, parity with the journal, fallback, refusal."""
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from claude_chats.errors import PostgresUnavailable, SpaceMismatchError
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.search import Plan, Request, Searcher, fuse
+from claude_chats.sync.pgsearch import PgLink, open_search
+from tests.fixtures_pg import HashEmbedder
+from tests.test_search_local import OtherEmbedder
+from tests.test_search_support import build_journal, sessions_of, sync_corpus
+
+
+class Proxy:
+    """A TCP proxy in front of the test Postgres: ``stop()`` makes it unreachable (connections
+    dropped, new ones refused), ``start()`` brings it back on the same port."""
+
+    def __init__(self, url):
+        params = conninfo_to_dict(url)
+        host, port = params.get("host") or "localhost", int(params.get("port") or 5432)
+        self.upstream = (socket.AF_UNIX, os.path.join(host, f".s.PGSQL.{port}")) if host.startswith("/") \
+            else (socket.AF_INET, (host, port))
+        self.port = None
+        self.url = make_conninfo(**{**params, "host": "127.0.0.1", "port": "0"})
+        self._sockets, self._listener = [], None
+
+    def start(self):
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port or 0))
+        listener.listen()
+        self.port = listener.getsockname()[1]
+        self.url = make_conninfo(**{**conninfo_to_dict(self.url), "port": str(self.port)})
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.socket(self.upstream[0])
+            server.connect(self.upstream[1])
+            self._sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self):
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() of the other thread
+        except OSError:
+            pass
+        self._listener.close()
+        for s in self._sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+        self._sockets = []
+
+
+@pytest.fixture
+def journal(tmp_path, pg_db_url):
+    journal = build_journal(tmp_path)
+    sync_corpus(journal, HashEmbedder(), pg_db_url)
+    yield journal
+    journal.close()
+
+
+@pytest.fixture
+def pg(journal, pg_db_url):
+    backend = open_search(pg_db_url)
+    yield backend
+    backend.close()
+
+
+def both(journal, pg, provider=HashEmbedder):
+    return Searcher(LocalSearch(journal), None, provider), Searcher(None, _Fixed(pg), provider)
+
+
+class _Fixed:
+    """A remote that is always this backend (the link is tested separately)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def backend(self):
+        return self._backend
+
+
+def places(result):
+    return [(h["session_id"], h["seq"]) for h in result["hits"]]
+
+
+QUERIES = ["flaky migration test", "port 5432 already in use", "OOMKilled memory limit",
+           "borrow checker lifetime", "Event loop is closed", "useEffect infinite loop"]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_same_top_results_in_both_stores(journal, pg, query):
+    local, remote = both(journal, pg)
+    for mode in ("fulltext", "semantic"):
+        a, b = local.search(query, mode=mode, limit=3), remote.search(query, mode=mode, limit=3)
+        assert (a["source"], b["source"]) == ("local", "postgres")
+        assert places(a)[:1] == places(b)[:1], mode
+        if mode == "semantic":
+            assert places(a) == places(b)
+            assert [h["scores"]["semantic"] for h in a["hits"]] == pytest.approx(
+                [h["scores"]["semantic"] for h in b["hits"]], abs=1e-4)
+    hybrid_a, hybrid_b = local.search(query, limit=3), remote.search(query, limit=3)
+    assert places(hybrid_a)[0] == places(hybrid_b)[0]
+    for x, y in zip(hybrid_a["hits"], hybrid_b["hits"]):
+        assert {k: x[k] for k in ("text", "timestamp", "project_path", "git_branch", "role", "kind")} == \
+               {k: y[k] for k in ("text", "timestamp", "project_path", "git_branch", "role", "kind")} \
+               or x["score"] == pytest.approx(y["score"])
+
+
+def test_sql_fusion_is_rrf_of_its_legs(journal, pg):
+    searcher = Searcher(None, _Fixed(pg), HashEmbedder)
+    request = Request.build("migration sequence", per_session=0)
+    space = pg.space(HashEmbedder().space.key)
+    vector = HashEmbedder().embed_query(request.query)
+
+    def plan(*legs, k=60):
+        return Plan(request.query, legs, request.filters, vector, space["id"], 40, {"fulltext": k, "semantic": k})
+
+    legs = {leg: pg.candidates(plan(leg)) for leg in ("fulltext", "semantic")}
+    assert legs["fulltext"] and legs["semantic"]
+    expected = fuse(legs, {"fulltext": 60, "semantic": 60})
+    fused = pg.candidates(plan("fulltext", "semantic"))
+    assert [c.score for c in fused] == pytest.approx([c.score for c in expected])
+    assert {c.key for c in fused} == {c.key for c in expected}
+    top = fused[0]
+    assert top.score == pytest.approx(sum(1 / (60 + r) for r in top.ranks.values()))
+    assert searcher.search(request.query)["hits"]
+
+
+@pytest.mark.parametrize("mode", ["fulltext", "semantic"])
+def test_filters_select_the_same_messages(journal, pg, mode):
+    local, remote = both(journal, pg)
+    for filters in ({"project_path": "/work/alpha"}, {"project_path": "/work/alpha/services"},
+                    {"session_id": "s-migrate"}, {"role": "user"}, {"include_subagents": False},
+                    {"since": "2026-01-02", "until": "2026-01-06"}, {"kinds": ["tool_result"]}):
+        args = dict(mode=mode, limit=100, per_session=0, max_chars=None, **filters)
+        a, b = local.search("migration sequence", **args), remote.search("migration sequence", **args)
+        assert sorted(places(a)) == sorted(places(b)), filters
+
+
+def test_conversation_and_sessions_from_postgres(journal, pg):
+    local, remote = both(journal, pg)
+    a = local.conversation("s-long", start_seq=3, limit=5)
+    b = remote.conversation("s-long", start_seq=3, limit=5)
+    assert b["source"] == "postgres" and a["messages"] == b["messages"]
+    assert a["next_start_seq"] == b["next_start_seq"] == 8
+    keys = ("session_id", "name", "project_path", "git_branch", "started_at", "message_count", "is_subagent")
+    assert {k: a["session"][k] for k in keys} == {k: b["session"][k] for k in keys}
+    listed = remote.recent_sessions(limit=3, project_path="/work/alpha")
+    assert [s["session_id"] for s in listed["sessions"]] == \
+           [s["session_id"] for s in local.recent_sessions(limit=3, project_path="/work/alpha")["sessions"]]
+
+
+def test_session_not_yet_in_postgres_is_read_from_the_journal(journal, pg):
+    journal.conn.execute("INSERT INTO sessions (id, updated_at, next_seq) VALUES ('s-new', '2026-02-01', 0)")
+    searcher = Searcher(LocalSearch(journal), _Fixed(pg), HashEmbedder)
+    page = searcher.conversation("s-new")
+    assert page["source"] == "local" and "not in Postgres" in page["notes"][0]
+
+
+def test_mismatch_is_refused_by_postgres(journal, pg):
+    remote = Searcher(None, _Fixed(pg), OtherEmbedder)
+    with pytest.raises(SpaceMismatchError, match="hash-32-other"):
+        remote.search("flaky migration test", mode="semantic")
+    assert remote.search("flaky migration test", mode="fulltext")["source"] == "postgres"
+
+
+def test_unreachable_postgres_answers_from_the_journal_fast(journal):
+    for url in ("postgresql://nobody@127.0.0.1:1/none", "postgresql://nobody@10.255.255.1:5432/x?sslmode=require"):
+        searcher = Searcher(LocalSearch(journal), PgLink(url), HashEmbedder)
+        started = time.monotonic()
+        result = searcher.search("flaky migration test")
+        assert time.monotonic() - started < 2.0
+        assert result["source"] == "local" and result["hits"]
+        assert any("Postgres unreachable" in n for n in result["notes"])
+
+
+def test_postgres_without_tables_falls_back(journal, pg_url):
+    result = Searcher(LocalSearch(journal), PgLink(pg_url), HashEmbedder).search("docker", mode="fulltext")
+    assert result["source"] == "local"
+    assert any("no claude-chats tables" in n for n in result["notes"])
+
+
+def test_outage_mid_session_and_recovery(journal, pg_db_url):
+    proxy = Proxy(pg_db_url).start()
+    link = PgLink(proxy.url, retry_after=0.3)
+    link.start()
+    searcher = Searcher(LocalSearch(journal), link, HashEmbedder)
+    try:
+        assert searcher.search("flaky migration test")["source"] == "postgres"
+        proxy.stop()
+        for _ in range(2):
+            started = time.monotonic()
+            result = searcher.search("flaky migration test")
+            assert time.monotonic() - started < 2.0
+            assert result["source"] == "local" and result["hits"]
+            assert any("Postgres unreachable" in n for n in result["notes"])
+        proxy.start()
+        time.sleep(0.4)
+        assert searcher.search("flaky migration test")["source"] == "postgres"
+    finally:
+        proxy.stop()
+        searcher.close()
+
+
+def test_insecure_remote_url_is_not_used(journal):
+    link = PgLink("postgresql://u@db.example.com/x")
+    result = Searcher(LocalSearch(journal), link, HashEmbedder).search("docker", mode="fulltext")
+    assert result["source"] == "local" and any("without TLS" in n for n in result["notes"])
+    with pytest.raises(PostgresUnavailable, match="without TLS"):
+        link.backend()
