@@ -1,0 +1,73 @@
+"""Embedding providers behind one interface, chosen by name from the config.
+
+Public API::
+
+    get_provider(settings=None, /, **overrides) -> EmbeddingProvider
+        ``settings`` is a ``config.Settings``, a provider name ("llama",
+        "ollama", "bedrock", "openai") or None (``config.load()``). Overrides
+        are constructor arguments of the provider class (``model``,
+        ``dimensions``, ``threads``, ``base_url``, ``client``...) and win over
+        the settings.
+    provider_class(name) -> type;  register(name, "module:Class");  PROVIDERS
+    EmbeddingProvider: embed_documents(texts) -> float32 (n, dim) L2-normalised,
+        embed_query(text) -> (dim,); attributes name, model_id, dimensions,
+        max_input_tokens, max_input_chars, batch_size; ``space`` -> Space
+        (provider, model, dimensions, options, key).
+    chunk_text(text, provider) -> [(start_char, end_char, chunk_text)]
+    embed_texts(provider, texts) -> per text [Chunk(index, start, end, vector)]
+    CANARY_TEXT, canary_vector(provider), check_canary(space, stored, provider)
+
+Importing this package is cheap: providers import their SDKs (llama_cpp, boto3,
+openai, httpx) only when constructed, with an install hint when missing.
+"""
+
+import importlib
+
+from ..errors import ConfigError
+from .base import DOCUMENT, QUERY, EmbeddingProvider, Space, normalize, require
+from .chunking import Chunk, chunk_text, embed_texts
+from .spaces import CANARY_TEXT, canary_vector, check_canary, cosine
+
+PROVIDERS = {
+    "llama": "claude_chats.models.llama:LlamaProvider",
+    "ollama": "claude_chats.models.ollama:OllamaProvider",
+    "bedrock": "claude_chats.models.bedrock:BedrockProvider",
+    "openai": "claude_chats.models.openai:OpenAIProvider",
+}
+
+__all__ = [
+    "CANARY_TEXT", "DOCUMENT", "PROVIDERS", "QUERY", "Chunk", "EmbeddingProvider", "Space",
+    "canary_vector", "check_canary", "chunk_text", "cosine", "embed_texts", "get_provider",
+    "normalize", "provider_class", "register", "require",
+]
+
+
+def register(name, target):
+    """Add a provider: ``target`` is a class or a ``"module:Class"`` string."""
+    PROVIDERS[name] = target
+
+
+def provider_class(name):
+    """The provider class registered under ``name`` (imports its module)."""
+    try:
+        target = PROVIDERS[name]
+    except KeyError:
+        raise ConfigError(f"unknown embedding provider {name!r}; choose one of: "
+                          f"{', '.join(sorted(PROVIDERS))}") from None
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+    return target
+
+
+def get_provider(settings=None, /, **overrides):
+    """The configured provider, constructed (see the module docstring)."""
+    if settings is None or isinstance(settings, str):
+        from .. import config
+
+        name = settings
+        settings = config.load()
+        name = name or settings.provider
+    else:
+        name = settings.provider
+    return provider_class(name).from_settings(settings, **overrides)

@@ -1,0 +1,163 @@
+"""The sqlite-vec side of embedding spaces in the local journal.
+
+Small functions over an apsw connection. The ``spaces`` and ``chunks`` tables
+come from the journal migrations; each space's vectors live in a ``vec0`` table
+``vec_<space id>`` (float32, cosine distance) whose rowid is ``chunks.id``.
+Created with it, a trigger deletes a chunk's vector when the chunk goes (also
+through ``ON DELETE CASCADE`` from messages, when foreign keys are on).
+Vectors of different spaces are never compared: every query names its space.
+"""
+
+import datetime
+import json
+
+import numpy as np
+
+from ..models.base import Space
+from ..models.chunking import Chunk
+from ..models.spaces import canary_from_blob, check_canary, mismatch_error
+
+
+def load_extension(conn):
+    """Load sqlite-vec into ``conn`` once (a no-op when already loaded)."""
+    try:
+        conn.execute("SELECT vec_version()").fetchall()
+        return
+    except Exception:  # apsw.SQLError: no such function
+        pass
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+
+
+def vec_table(space_id):
+    return f"vec_{int(space_id)}"
+
+
+def _space_from_row(row):
+    _, key, provider, model, dimensions, options, _ = row
+    return Space(provider, model, dimensions, json.loads(options or "{}"))
+
+
+_SPACE_COLUMNS = "id, key, provider, model, dimensions, options, canary"
+
+
+def list_spaces(conn):
+    """``[(space_id, Space, canary or None)]`` of every space in the journal."""
+    rows = conn.execute(f"SELECT {_SPACE_COLUMNS} FROM spaces ORDER BY id").fetchall()
+    return [(row[0], _space_from_row(row), canary_from_blob(row[6])) for row in rows]
+
+
+def find_space(conn, key):
+    """Id of the space with ``key``, or None."""
+    row = conn.execute("SELECT id FROM spaces WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def ensure_space(conn, space, canary):
+    """Id of ``space`` (a models.Space), creating its row, vec table and trigger if new.
+
+    ``canary`` is the space's canary vector (``models.canary_vector(provider)``),
+    stored only when the space is created.
+    """
+    space_id = find_space(conn, space.key)
+    if space_id is not None:
+        return space_id
+    load_extension(conn)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    with conn:
+        conn.execute(
+            "INSERT INTO spaces(key, provider, model, dimensions, options, canary, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (space.key, space.provider, space.model, space.dimensions, space.options_json,
+             _blob(canary), now))
+        space_id = conn.last_insert_rowid()
+        table = vec_table(space_id)
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING vec0("
+                     f"embedding float[{space.dimensions}] distance_metric=cosine)")
+        conn.execute(f"CREATE TRIGGER {table}_chunk_delete AFTER DELETE ON chunks "
+                     f"WHEN old.space_id = {int(space_id)} BEGIN "
+                     f"DELETE FROM {table} WHERE rowid = old.id; END")
+    return space_id
+
+
+def _blob(vector):
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def write_message_vectors(conn, space_id, message_id, chunks):
+    """Store a message's chunk vectors in a space, replacing the ones it had there.
+
+    ``chunks`` are ``(index, start_char, end_char, vector)`` tuples (``models.Chunk``);
+    an empty list just removes the message's vectors from the space.
+    """
+    load_extension(conn)
+    table = vec_table(space_id)
+    with conn:
+        conn.execute("DELETE FROM chunks WHERE space_id = ? AND message_id = ?", (space_id, message_id))
+        for index, start, end, vector in chunks:
+            conn.execute("INSERT INTO chunks(space_id, message_id, chunk_index, start_char, end_char) "
+                         "VALUES (?, ?, ?, ?, ?)", (space_id, message_id, index, start, end))
+            conn.execute(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)",
+                         (conn.last_insert_rowid(), _blob(vector)))
+
+
+def load_message_vectors(conn, space_id, message_ids):
+    """``{message_id: [Chunk]}`` of the messages that have vectors in the space."""
+    load_extension(conn)
+    out = {}
+    ids = json.dumps([int(m) for m in message_ids])
+    rows = conn.execute(
+        f"SELECT c.message_id, c.chunk_index, c.start_char, c.end_char, v.embedding FROM chunks c "
+        f"JOIN {vec_table(space_id)} v ON v.rowid = c.id WHERE c.space_id = ? "
+        f"AND c.message_id IN (SELECT value FROM json_each(?)) ORDER BY c.message_id, c.chunk_index",
+        (space_id, ids))
+    for message_id, index, start, end, blob in rows:
+        out.setdefault(message_id, []).append(Chunk(index, start, end, np.frombuffer(blob, dtype=np.float32)))
+    return out
+
+
+def delete_message_vectors(conn, message_ids):
+    """Remove every vector of these messages, in all spaces (the trigger clears vec tables)."""
+    with conn:
+        conn.executemany("DELETE FROM chunks WHERE message_id = ?", [(m,) for m in message_ids])
+
+
+def knn(conn, space_id, query_vector, k=10):
+    """The ``k`` nearest chunks: ``[(message_id, chunk_index, distance)]``, nearest first.
+
+    Distance is cosine distance (1 - cosine similarity).
+    """
+    load_extension(conn)
+    sql = (f"WITH hits AS (SELECT rowid, distance FROM {vec_table(space_id)} "
+           f"WHERE embedding MATCH ? AND k = ?) "
+           "SELECT c.message_id, c.chunk_index, hits.distance FROM hits "
+           "JOIN chunks c ON c.id = hits.rowid ORDER BY hits.distance")
+    return conn.execute(sql, (_blob(query_vector), int(k))).fetchall()
+
+
+def count_vectors(conn):
+    """``[(space_id, Space, vectors, messages)]`` for every space."""
+    counts = {row[0]: row[1:] for row in conn.execute(
+        "SELECT space_id, count(*), count(DISTINCT message_id) FROM chunks GROUP BY space_id")}
+    return [(space_id, space, *counts.get(space_id, (0, 0))) for space_id, space, _ in list_spaces(conn)]
+
+
+def check_space(conn, provider):
+    """Id of the space ``provider`` reads, after checking its canary; None if the journal has no vectors.
+
+    Raises SpaceMismatchError, naming both models, when the stored vectors are
+    from another space, or the stored canary is not reproduced (cosine < 0.99).
+    """
+    spaces = list_spaces(conn)
+    configured = provider.space
+    for space_id, space, canary in spaces:
+        if space.key == configured.key:
+            check_canary(space, canary, provider)
+            return space_id
+    populated = [space for space_id, space, count, _ in count_vectors(conn) if count]
+    if populated:
+        raise mismatch_error(populated, configured, "no vectors of the configured model are stored")
+    return None

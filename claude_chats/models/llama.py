@@ -1,0 +1,157 @@
+"""The ``llama`` provider: a GGUF embedding model run in-process by llama.cpp.
+
+The model is a path to a ``.gguf`` file or an Ollama model name (resolved in
+the local Ollama store, then among models fetched by ``chats models pull``).
+Texts are batched into llama.cpp decodes of up to ``batch_tokens`` tokens.
+"""
+
+import os
+import re
+
+from .. import paths
+from ..errors import ProviderError, ProviderUnavailable
+from . import ollama_store
+from .base import QUERY, EmbeddingProvider, require
+
+DEFAULT_MODEL = "mxbai-embed-large"
+RETRIEVAL_PROMPT = "Represent this sentence for searching relevant passages: "
+# (query prefix, document prefix) that models were trained with, by base name
+KNOWN_PREFIXES = {
+    "mxbai-embed-large": (RETRIEVAL_PROMPT, ""),
+    "snowflake-arctic-embed": (RETRIEVAL_PROMPT, ""),
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+}
+POOLING = ("none", "mean", "cls", "last")
+MAX_BATCH = 1 << 16
+SPECIAL_TOKEN_MARGIN = 4  # BOS/CLS, EOS/SEP, a prefix space: tokens beyond one per byte
+
+
+def pulled_models_dir():
+    """Where ``chats models pull`` keeps GGUF files."""
+    return os.path.join(paths.data_dir(), "models")
+
+
+def pulled_model_path(name):
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name.removesuffix(":latest"))
+    return os.path.join(pulled_models_dir(), f"{safe}.gguf")
+
+
+def resolve_model(model, ollama_dir=None):
+    """``(path, model_id)`` of a GGUF path or an Ollama model name."""
+    expanded = os.path.expanduser(model)
+    if expanded.endswith(".gguf") or os.path.isfile(expanded):
+        if not os.path.isfile(expanded):
+            raise ProviderUnavailable(f"model file {expanded} not found")
+        return expanded, os.path.basename(expanded).removesuffix(".gguf")
+    model_id = model.removesuffix(":latest")
+    for path in (ollama_store.resolve(model, ollama_dir), pulled_model_path(model)):
+        if path and os.path.isfile(path):
+            return path, model_id
+    raise ProviderUnavailable(
+        f"embedding model {model!r} is neither a .gguf file nor in the Ollama store "
+        f"({ollama_dir or ollama_store.store_dir()}); run `ollama pull {model}` or "
+        f"`chats models pull {model}`, or set CLAUDE_CHATS_MODEL to a .gguf path")
+
+
+def known_prefixes(model_id):
+    base = model_id.rsplit("/", 1)[-1].split(":")[0]
+    return KNOWN_PREFIXES.get(base, ("", ""))
+
+
+class LlamaProvider(EmbeddingProvider):
+    name = "llama"
+    batch_size = 64
+
+    def __init__(self, model=None, dimensions=None, threads=None, batch_tokens=None, pooling=None,
+                 query_prefix=None, document_prefix=None, ollama_dir=None):
+        """``batch_tokens``: tokens per llama.cpp decode (default: the model's context length,
+        which measured fastest for BERT-style models; larger batches pay cross-sequence attention).
+        """
+        llama_cpp = require("llama_cpp", "llama", "the llama provider")
+        self.path, self.model_id = resolve_model(model or DEFAULT_MODEL, ollama_dir)
+        known_query, known_document = known_prefixes(self.model_id)
+        self.query_prefix = known_query if query_prefix is None else query_prefix
+        self.document_prefix = known_document if document_prefix is None else document_prefix
+        self.pooling = pooling
+        self._llm = self._load(llama_cpp, 0, threads)  # n_ctx 0: the model's training context
+        self.max_input_tokens = self._llm._model.n_ctx_train()
+        if batch_tokens and batch_tokens > self.max_input_tokens:
+            self._llm.close()
+            self._llm = self._load(llama_cpp, batch_tokens, threads)
+        self.max_input_chars = self.max_input_tokens * 2
+        self._check_pooling(llama_cpp)
+        self.native_dimensions = self._llm.n_embd()
+        self.dimensions = self._dimensions(dimensions)
+
+    @staticmethod
+    def settings_kwargs(settings):
+        return {"model": settings.model, "dimensions": settings.dimensions, "threads": settings.threads}
+
+    def _load(self, llama_cpp, n_ctx, threads):
+        kwargs = {}
+        if self.pooling is not None:
+            if self.pooling not in POOLING:
+                raise ProviderError(f"pooling must be one of {', '.join(POOLING)}, not {self.pooling!r}")
+            kwargs["pooling_type"] = POOLING.index(self.pooling)
+        try:
+            batch = n_ctx or MAX_BATCH  # llama-cpp-python caps the batch at n_ctx
+            return llama_cpp.Llama(model_path=self.path, embedding=True, n_ctx=n_ctx, n_batch=batch,
+                                   n_ubatch=batch, n_threads=threads, n_threads_batch=threads,
+                                   verbose=False, **kwargs)
+        except (ValueError, RuntimeError) as exc:
+            raise ProviderUnavailable(f"llama.cpp cannot load {self.path}: {exc}") from None
+
+    def _check_pooling(self, llama_cpp):
+        if self._llm.pooling_type() == llama_cpp.LLAMA_POOLING_TYPE_NONE:
+            self.close()
+            raise ProviderUnavailable(f"{self.path} has no pooling type (not an embedding model?); "
+                                      "pass pooling='mean' or 'cls' to use it anyway")
+
+    def _dimensions(self, dimensions):
+        if dimensions is None or dimensions == self.native_dimensions:
+            return self.native_dimensions
+        if not 0 < dimensions < self.native_dimensions:
+            raise ProviderError(f"{self.model_id} has {self.native_dimensions} dimensions; "
+                                f"cannot give {dimensions}")
+        return dimensions  # Matryoshka truncation, then renormalised by the base class
+
+    @property
+    def space_options(self):
+        options = {}
+        if self.document_prefix:
+            options["document_prefix"] = self.document_prefix
+        if self.pooling:
+            options["pooling"] = self.pooling
+        return options
+
+    def count_tokens(self, text):
+        """Tokens of ``text`` as the model sees it, special tokens included."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+
+    def fits(self, text, prefix=None):
+        text = (self.document_prefix if prefix is None else prefix) + text
+        if len(text.encode("utf-8")) + SPECIAL_TOKEN_MARGIN <= self.max_input_tokens:
+            return True
+        return self.count_tokens(text) <= self.max_input_tokens
+
+    def window_chars(self, text):
+        tokens = self.count_tokens(self.document_prefix + text)
+        return max(1, int(len(text) * self.max_input_tokens / tokens * 0.95))
+
+    def embed_batch(self, texts, kind):
+        prefix = self.query_prefix if kind == QUERY else self.document_prefix
+        if prefix:
+            texts = [prefix + text for text in texts]
+        for text in texts:
+            if not self.fits(text, prefix=""):
+                raise ProviderError(f"text of {len(text)} characters exceeds the {self.max_input_tokens}-token "
+                                    f"window of {self.model_id}; chunk it first (models.chunk_text)")
+        vectors = self._llm.embed(texts, normalize=False, truncate=False)
+        if self.dimensions != self.native_dimensions:
+            vectors = [v[:self.dimensions] for v in vectors]
+        return vectors
+
+    def close(self):
+        llm, self._llm = getattr(self, "_llm", None), None
+        if llm is not None:
+            llm.close()
