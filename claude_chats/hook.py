@@ -73,6 +73,9 @@ def run(payload, conn):
         writer.ingest_session(conn, transcript_path, stats)
     if agent_path:
         writer.ingest_file(conn, agent_path, stats)
+    if stats.messages:
+        from .sync import background
+        background.maybe_start(conn)
     conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES ('last_hook', ?)", (jsonl.dumps({
         "at": writer.now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
         "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}),))

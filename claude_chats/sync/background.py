@@ -47,6 +47,14 @@ def maybe_start(conn=None, interval=None, now=None):
 
 
 def configured_interval():
+    # The environment wins over the config file anyway: reading it first spares
+    # the hook the config module and tomllib.
+    env = os.environ.get("CLAUDE_CHATS_SYNC_INTERVAL", "").strip()
+    if env:
+        try:
+            return int(env)
+        except ValueError:
+            return 0
     from .. import config
 
     try:
