@@ -1,0 +1,454 @@
+"""Secrets out of text before it leaves the machine.
+
+``redact(text)`` returns ``text`` with every secret it recognises replaced by
+a typed placeholder such as ``[REDACTED:aws-access-key]``; ``scan(text)``
+says where they are (``Finding(kind, start, end)``; never the secret itself,
+so findings are safe to log). Sync calls ``redact`` on each message before
+it is embedded by a remote provider or pushed to a remote Postgres.
+
+What is recognised: tokens with a distinctive shape (AWS access key ids;
+GitHub classic, fine-grained, OAuth and app tokens; OpenAI, Anthropic, Google,
+Slack, Stripe, GitLab, npm, PyPI, Hugging Face, SendGrid keys; JWTs; private
+key blocks), secrets known by their context (passwords in connection URLs and
+``curl -u``, ``Authorization`` / ``Bearer`` headers), and assignments such as
+``AWS_SECRET_ACCESS_KEY=``, ``*_TOKEN:``, ``PASSWORD=``, ``"api_key": ...``,
+``--password ...`` whose value looks random enough to be a secret. Ordinary
+code is left alone: hashes in lock files, UUIDs, git SHAs, base64 of ordinary
+data, public keys and certificates, variables and placeholders (``$TOKEN``,
+``${DB_PASSWORD}``, ``<your-key>``, ``os.environ[...]``).
+
+Fast and cheap to import: stdlib ``re`` only, patterns compiled on first use.
+Every pattern starts with a literal (``ghp_``, ``AKIA``, ``eyJ``...), which
+``re`` searches for at memchr speed, and the context rules start from
+keywords found in the lower-cased text; no pattern can backtrack beyond a
+bounded window, so hostile text costs linear time. ``redact`` is idempotent.
+"""
+
+import math
+
+PLACEHOLDER = "[REDACTED:{}]"
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+class Finding(tuple):
+    """One secret in a text: ``(kind, start, end)``, its span being ``text[start:end]``.
+
+    A plain tuple (``typing`` / ``collections`` would cost the import more than the module itself).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, kind, start, end):
+        return tuple.__new__(cls, (kind, start, end))
+
+    kind = property(lambda self: self[0])
+    start = property(lambda self: self[1])
+    end = property(lambda self: self[2])
+
+    def __repr__(self):
+        return f"Finding({self[0]!r}, {self[1]}, {self[2]})"
+
+
+def placeholder(kind):
+    return PLACEHOLDER.format(kind)
+
+
+def redact(text):
+    """``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``."""
+    return redact_findings(text)[0]
+
+
+def redact_findings(text):
+    """``(redacted text, findings)``; the findings' spans refer to the original text."""
+    findings = scan(text)
+    if not findings:
+        return text, findings
+    out, last = [], 0
+    for f in findings:
+        out.append(text[last:f.start])
+        out.append(placeholder(f.kind))
+        last = f.end
+    out.append(text[last:])
+    return "".join(out), findings
+
+
+def scan(text):
+    """Secrets in ``text`` as ``Finding`` s, in order, without overlaps."""
+    if not text or not isinstance(text, str):
+        return []
+    rules = _rules()
+    found = []
+    for rule in rules.tokens:
+        rule.find(text, found)
+    _context(text, _lower(text), rules, found)
+    if not found:
+        return found
+    found.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    kept, end = [], -1
+    for f in found:
+        if f.start >= end:
+            kept.append(f)
+            end = f.end
+    if "[REDACTED:" in text:   # placeholders are never part of a finding: redact(redact(t)) == redact(t)
+        kept = _outside_placeholders(text, kept)
+    return kept
+
+
+def _outside_placeholders(text, findings):
+    """The findings that do not overlap a ``[REDACTED:...]`` already in ``text`` (both are in order)."""
+    kept, i, end = [], text.find("[REDACTED:"), -1
+    for f in findings:
+        while 0 <= i < f.end and end <= f.start:   # move to the first placeholder ending after f starts
+            end = text.find("]", i)
+            end = len(text) if end < 0 else end + 1
+            if end <= f.start:
+                i = text.find("[REDACTED:", end)
+        if not (0 <= i < f.end and f.start < end):
+            kept.append(f)
+    return kept
+
+
+def kinds():
+    """Every kind of placeholder ``redact`` can write."""
+    return list(_KINDS)
+
+
+def _lower(text):
+    """``text`` lower-cased with every character in its place (positions stay valid)."""
+    low = text.lower()
+    if len(low) != len(text):   # a few characters lower-case to two ("İ"): lower ASCII only
+        low = "".join(c.lower() if c.isascii() else c for c in text)
+    return low
+
+
+# -- tokens of a distinctive shape -----------------------------------------------------
+
+class _Token:
+    """A pattern that starts with a literal, which ``re`` finds at memchr speed, and the kind of its matches.
+
+    ``kind`` is a string or a function of the match (None: not a secret after
+    all). ``left``: characters that must not come just before a match (a token
+    inside a longer word is not a token). ``lead``: the token starts one
+    character before the match, one of these (the pattern starts after it, at
+    a literal ``re`` finds faster).
+    """
+
+    __slots__ = ("rx", "kind", "left", "lead")
+
+    def __init__(self, pattern, kind, left=_ALNUM, lead=""):
+        import re
+
+        self.rx, self.kind, self.left, self.lead = re.compile(pattern), kind, left, lead
+
+    def find(self, text, out):
+        left, lead = self.left, self.lead
+        for m in self.rx.finditer(text):
+            start = m.start()
+            if lead:
+                start -= 1
+                if start < 0 or text[start] not in lead:
+                    continue
+            if start and text[start - 1] in left:
+                continue
+            kind = self.kind if isinstance(self.kind, str) else self.kind(m)
+            if kind:
+                out.append(Finding(kind, start, m.end()))
+
+
+class _PrivateKey:
+    """``-----BEGIN ... PRIVATE KEY-----`` to its END line (or, for a copy cut short, to the end of its body).
+
+    The END line is looked for with ``str.find``, once per block, so a text full
+    of BEGIN lines costs linear time.
+    """
+
+    MAX_BLOCK = 65536
+    KINDS = {"rsa": "rsa-private-key", "ec": "ec-private-key", "dsa": "dsa-private-key",
+             "openssh": "openssh-private-key", "pgp": "pgp-private-key"}
+
+    def __init__(self):
+        import re
+
+        self.rx = re.compile(r"-----BEGIN (?P<label>(?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?)"
+                             r"PRIVATE KEY(?: BLOCK)?-----")
+        self.end_rx = re.compile(r"-----END [A-Z ]{0,20}PRIVATE KEY(?: BLOCK)?-----")
+        self.body_rx = re.compile(r"[A-Za-z0-9+/=\s\\:,.()-]{0,%d}+" % self.MAX_BLOCK)
+
+    def find(self, text, out):
+        pos, next_end = 0, -1
+        while True:
+            m = self.rx.search(text, pos)
+            if m is None:
+                return
+            start, body = m.start(), m.end()
+            if next_end < body:
+                next_end = text.find("-----END ", body)
+                if next_end < 0:
+                    next_end = len(text) + 1
+            end_line = self.end_rx.match(text, next_end) if next_end - body <= self.MAX_BLOCK else None
+            end = end_line.end() if end_line else self.body_rx.match(text, body).end()
+            out.append(Finding(self.KINDS.get(m.group("label").strip().lower(), "private-key"), start, end))
+            pos = end
+
+
+def _sk_kind(m):
+    body = m.group(0)[3:]
+    if body.startswith("ant-"):
+        return "anthropic-api-key"
+    return "openai-api-key" if _mixed(body) else None
+
+
+def _a_kind(m):
+    return "google-api-key" if m.group(0)[1] == "I" else "aws-access-key"
+
+
+def _g_kind(m):
+    head = m.group(0)[:4]
+    if head == "glpa":
+        return "gitlab-token"
+    if head == "gith":
+        return "github-fine-grained-token"
+    return {"ghs_": "github-app-token", "gho_": "github-oauth-token"}.get(head, "github-token")
+
+
+def _hf_kind(m):
+    return "huggingface-token" if _mixed(m.group(0)[3:]) else None
+
+
+def _token_rules():
+    u = r"[A-Za-z0-9_-]"   # the URL-safe base64 alphabet
+    return [
+        _PrivateKey(),
+        # The look-behind (one per "eyJ" found) keeps a long run of "eyJeyJ..." linear.
+        _Token(r"eyJ(?<![A-Za-z0-9_-]eyJ)" + u + r"{8,4096}+\.eyJ" + u + r"{8,16384}+\." + u + r"{0,1024}+",
+               "jwt", left=_ALNUM + "_-"),
+        _Token(r"sk-(?:ant-[a-z]{2,8}\d\d-" + u + r"{20,400}+|(?:proj|svcacct|admin|None)-" + u + r"{20,400}+"
+               r"|[A-Za-z0-9]{16,64}T3BlbkFJ[A-Za-z0-9]{16,64}+|[A-Za-z0-9]{32,64}+(?![_-]))", _sk_kind),
+        _Token(r"A(?:(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}|Iza" + u + r"{35})(?![A-Za-z0-9])", _a_kind,
+               left=_ALNUM + "/+"),
+        _Token(r"g(?:h[pousr]_[A-Za-z0-9]{36,251}+|ithub_pat_[A-Za-z0-9]{22,64}_[A-Za-z0-9]{40,128}+"
+               r"|lpat-" + u + r"{20,64}+)", _g_kind),
+        _Token(r"GOCSPX-" + u + r"{24,64}+", "google-oauth-secret"),
+        _Token(r"ya29\." + u + r"{20,2048}+", "google-oauth-token"),
+        _Token(r"x(?:ox[abposr]-[0-9A-Za-z-]{10,256}+|app-\d-[A-Z0-9]{1,32}-\d{1,32}-[a-f0-9]{20,128}+)",
+               "slack-token"),
+        _Token(r"k_(?:live|test)_[0-9A-Za-z]{16,256}+", "stripe-key", lead="sr"),   # sk_live_, rk_test_...
+        _Token(r"whsec_[A-Za-z0-9+/=]{24,128}+", "stripe-webhook-secret"),
+        _Token(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", "npm-token"),
+        _Token(r"pypi-AgE" + u + r"{50,512}+", "pypi-token"),
+        _Token(r"hf_[A-Za-z]{34,64}+(?![A-Za-z0-9])", _hf_kind),
+        _Token(r"SG\." + u + r"{22}\." + u + r"{43}(?![A-Za-z0-9])", "sendgrid-key"),
+    ]
+
+
+# -- secrets known by their context ----------------------------------------------------
+
+class _Rules:
+    def __init__(self):
+        import re
+
+        self.tokens = _token_rules()
+        value = (r"(?:\"(?P<dq>[^\"\\\n]{1,512})\"|'(?P<sq>[^'\\\n]{1,512})'"
+                 r"|(?P<bare>[^\s\"'`,;&(){}\[\]<>|]{1,512}+))")
+        # NAME=value, NAME: value, "name": "value", name := value, :name => value
+        self.assign = re.compile(r"(?:secret|token|passw(?:or)?d|passphrase|pwd|key|credentials?)"
+                                 r"(?P<tail>[A-Za-z0-9_.-]{0,30}?)[\"']?\s{0,4}(?::=|=>|[:=])\s{0,4}" + value,
+                                 re.IGNORECASE)
+        # --password value, --api-token=value
+        self.flag = re.compile(r"(?:password|passwd|token|secret|key)(?P<tail>[A-Za-z-]{0,20}?)(?:=|\s+)" + value,
+                               re.IGNORECASE)
+        self.slack_webhook = re.compile(r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,256}+")
+        self.scheme = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*$")   # before "://", in lower case
+        self.name = re.compile(r"[a-z0-9_.-]*$")                          # before a keyword, in lower case
+        self.url = re.compile(r"[^\s:/@?#'\"<>]{0,128}+:(?P<pw>[^\s@/?#'\"<>]{1,256}+)@")
+        self.auth = re.compile(r"authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?\s{0,4}(?P<scheme>bearer|basic|token|digest"
+                               r"|bot)\s+(?P<v>[A-Za-z0-9._~+/-]{8,4096}+=*)", re.IGNORECASE)
+        self.bearer = re.compile(r"bearer\s+(?P<v>[A-Za-z0-9._~+/-]{20,4096}+=*)", re.IGNORECASE)
+        self.curl = re.compile(r"curl\b[^\n|;&]{0,200}?\s(?:-u|--user)\s+[\"']?[^\s:\"']{1,64}:(?P<v>[^\s\"']{1,256})")
+
+
+_rule_cache = []
+
+
+def _rules():
+    if not _rule_cache:
+        _rule_cache.append(_Rules())
+    return _rule_cache[0]
+
+
+_KEY_NAMES = ("api", "access", "private", "auth", "signing", "encryption", "master", "secret", "client", "app",
+              "license", "account", "service", "subscription", "session", "consumer")
+
+
+_HEADER_WORDS = ("authorization", "bearer", "curl")
+_ASSIGN_WORDS = ("secret", "token", "pass", "pwd", "key", "credential")
+
+
+def _context(text, low, rules, out):
+    """Findings of the rules that start at a keyword: URLs, headers, curl, assignments.
+
+    Keywords are found with ``str.find`` (much faster than one regular
+    expression of alternatives); at each, the rule's pattern is tried first
+    (it fails at once on ordinary text) and the costlier checks come after. A
+    name holding two keywords (``secret_key``) gives the same finding twice;
+    ``scan`` keeps one.
+    """
+    find = low.find
+    i = find("://")
+    while i >= 0:
+        _url(text, low, i, rules, out)
+        i = find("://", i + 3)
+    for word in _HEADER_WORDS:
+        i = find(word)
+        while i >= 0:
+            if i == 0 or not low[i - 1].isalnum():
+                _header(text, i, word, rules, out)
+            i = find(word, i + 1)
+    for word in _ASSIGN_WORDS:
+        i = find(word)
+        while i >= 0:
+            _assignment(text, low, i, word, rules, out)
+            i = find(word, i + 1)
+
+
+def _url(text, low, i, rules, out):
+    if low.startswith("hooks.slack.com/", i + 3):
+        m = rules.slack_webhook.match(text, i + 3)
+        if m is not None and low.startswith("https", i - 5):
+            out.append(Finding("slack-webhook", i - 5, m.end()))
+        return
+    m = rules.url.match(text, i + 3)
+    if m is None or _placeholder(m.group("pw")):
+        return
+    scheme = rules.scheme.search(low, max(0, i - 32), i)
+    if scheme is not None and scheme.start() < i:
+        out.append(Finding("url-password", m.start("pw"), m.end("pw")))
+
+
+def _header(text, i, word, rules, out):
+    m = getattr(rules, "auth" if word == "authorization" else word).match(text, i)
+    if m is None:
+        return
+    value = m.group("v")
+    if not (not _placeholder(value) if word == "curl" else _secretish(value, 8)):
+        return
+    kind = "password" if word == "curl" else "bearer-token"
+    if word == "authorization" and m.group("scheme").lower() == "basic":
+        kind = "basic-auth"
+    out.append(Finding(kind, m.start("v"), m.end("v")))
+
+
+def _assignment(text, low, i, word, rules, out):
+    """A secret assigned to a name holding ``word`` at ``i``."""
+    m = rules.assign.match(text, i)
+    if m is None:
+        if low.find("--", max(0, i - 24), i) < 0:
+            return
+        m = rules.flag.match(text, i)
+        if m is None:
+            return
+    start = rules.name.search(low, max(0, i - 40), i).start()
+    prefix = low[start:i]
+    if m.re is rules.flag and not prefix.startswith("--"):
+        return
+    if word == "key" and not prefix.rstrip("_.-").endswith(_KEY_NAMES):
+        return
+    name = low[start:m.end("tail")]
+    value_group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
+    value = m.group(value_group)
+    kind = _assignment_kind(name, value)
+    if _secretish(value, 6 if kind == "password" else 8, m if value_group == "bare" else None):
+        out.append(Finding(kind, m.start(value_group), m.end(value_group)))
+
+
+def _assignment_kind(name, value):
+    if "pass" in name or "pwd" in name:
+        return "password"
+    if "aws" in name or "secretaccesskey" in name.replace("_", "").replace("-", ""):
+        if len(value) == 40:
+            return "aws-secret-key"
+    if "token" in name:
+        return "token"
+    if "secret" in name:
+        return "secret"
+    if "key" in name:
+        return "api-key"
+    return "secret"
+
+
+_KINDS = ("private-key", "rsa-private-key", "ec-private-key", "dsa-private-key", "openssh-private-key",
+          "pgp-private-key", "jwt", "anthropic-api-key", "openai-api-key", "aws-access-key", "aws-secret-key",
+          "google-api-key", "google-oauth-secret", "google-oauth-token", "github-token",
+          "github-fine-grained-token", "github-oauth-token", "github-app-token", "gitlab-token", "slack-token",
+          "slack-webhook", "stripe-key", "stripe-webhook-secret", "npm-token", "pypi-token", "huggingface-token",
+          "sendgrid-key", "url-password", "bearer-token", "basic-auth", "password", "token", "api-key", "secret")
+
+
+_PLACEHOLDER_WORDS = frozenset("""
+changeme change_me changeit password passwd secret token none null nil undefined true false yes no
+example sample dummy fake test testing redacted hidden masked xxx xxxx xxxxx xxxxxx todo tbd fixme
+your_token your-token yourtoken your_password your_secret your_api_key mysecret mypassword
+""".split())
+
+
+def _placeholder(value):
+    """A variable, template or obviously fake value rather than a secret."""
+    v = value.strip()
+    if not v:
+        return True
+    if v[0] in "$<{%[*`@!&\\" or v.startswith(("os.", "process.", "env.", "ENV[", "secrets.", "settings.",
+                                               "config.", "self.", "this.", "vars.", "inputs.")):
+        return True
+    low = v.lower()
+    if low in _PLACEHOLDER_WORDS or low.startswith(("your", "my_", "<", "example", "redacted", "xxx")):
+        return True
+    return len(set(v) - set("*xX.-_#•")) == 0
+
+
+def _mixed(value):
+    """At least two of lower case, upper case, digits: random, not a word."""
+    lower = upper = digit = False
+    for c in value:
+        if c.islower():
+            lower = True
+        elif c.isupper():
+            upper = True
+        elif c.isdigit():
+            digit = True
+    return lower + upper + digit >= 2
+
+
+def _entropy(value):
+    counts = {}
+    for c in value:
+        counts[c] = counts.get(c, 0) + 1
+    n = len(value)
+    return -sum(k / n * math.log2(k / n) for k in counts.values())
+
+
+def _secretish(value, min_len, m=None):
+    """Whether an assigned ``value`` looks like a secret rather than code or prose.
+
+    ``m``: the match of an unquoted value, to see whether code follows it.
+    """
+    if value is None or len(value) < min_len or _placeholder(value):
+        return False
+    if m is not None:
+        rest = m.string[m.end():m.end() + 1]
+        if rest == "(" or rest == "[":          # a call or an index: code, not a value
+            return False
+    if value.isdigit() or value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:")):
+        return False
+    core = value.strip(".-_")
+    if _IDENT_CHARS.issuperset(core) and not any(c.isdigit() for c in core):
+        # identifier-like (get_password, self.token, AutoTokenizer): code unless long and random
+        if len(core) < 20 or not _mixed(core) or _entropy(core) < 3.8:
+            return False
+    if " " in value:
+        return False
+    if not _mixed(value) and not (len(value) >= 16 and _entropy(value) >= 3.5):
+        return False
+    return _entropy(value) >= (2.5 if len(value) < 16 else 3.0)
+
+
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
