@@ -38,6 +38,6 @@ def minilm(test_model_path):
     """A ``llama`` provider on the test model, shared by the session."""
     from claude_chats.models.llama import LlamaProvider
 
-    provider = LlamaProvider(model=str(test_model_path), threads=2)
+    provider = LlamaProvider(model=str(test_model_path), threads=1)
     yield provider
     provider.close()

@@ -14,6 +14,19 @@ import numpy as np
 from ..errors import ProviderError, ProviderUnavailable
 
 DOCUMENT, QUERY = "document", "query"
+RETRIEVAL_PROMPT = "Represent this sentence for searching relevant passages: "
+# (query prefix, document prefix) that models were trained with, by base name
+KNOWN_PREFIXES = {
+    "mxbai-embed-large": (RETRIEVAL_PROMPT, ""),
+    "snowflake-arctic-embed": (RETRIEVAL_PROMPT, ""),
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+}
+
+
+def known_prefixes(model_id):
+    """``(query_prefix, document_prefix)`` a model family expects ("" when none)."""
+    base = model_id.rsplit("/", 1)[-1].split(":")[0]
+    return KNOWN_PREFIXES.get(base, ("", ""))
 
 
 def require(module, extra, what=None):
@@ -74,6 +87,7 @@ class EmbeddingProvider:
     max_input_tokens = None
     max_input_chars = 2000
     batch_size = 32
+    max_batch_chars = None  # providers with a per-request size limit set it
 
     @classmethod
     def from_settings(cls, settings, **overrides):
@@ -105,13 +119,25 @@ class EmbeddingProvider:
     def _embed(self, texts, kind):
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        parts = [self.embed_batch(texts[i:i + self.batch_size], kind)
-                 for i in range(0, len(texts), self.batch_size)]
+        parts = [self.embed_batch(batch, kind) for batch in self._batches(texts)]
         vectors = np.concatenate([np.asarray(p, dtype=np.float32).reshape(len(p), -1) for p in parts])
         if vectors.shape != (len(texts), self.dimensions):
             raise ProviderError(f"{self.name} {self.model_id} returned vectors of shape {vectors.shape}, "
                                 f"expected ({len(texts)}, {self.dimensions})")
         return normalize(vectors)
+
+    def _batches(self, texts):
+        """Runs of at most ``batch_size`` texts and ``max_batch_chars`` characters."""
+        batch, size = [], 0
+        for text in texts:
+            if batch and (len(batch) == self.batch_size or
+                          (self.max_batch_chars and size + len(text) > self.max_batch_chars)):
+                yield batch
+                batch, size = [], 0
+            batch.append(text)
+            size += len(text)
+        if batch:
+            yield batch
 
     @property
     def space_options(self):

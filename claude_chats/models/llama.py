@@ -11,16 +11,9 @@ import re
 from .. import paths
 from ..errors import ProviderError, ProviderUnavailable
 from . import ollama_store
-from .base import QUERY, EmbeddingProvider, require
+from .base import QUERY, EmbeddingProvider, known_prefixes, require
 
 DEFAULT_MODEL = "mxbai-embed-large"
-RETRIEVAL_PROMPT = "Represent this sentence for searching relevant passages: "
-# (query prefix, document prefix) that models were trained with, by base name
-KNOWN_PREFIXES = {
-    "mxbai-embed-large": (RETRIEVAL_PROMPT, ""),
-    "snowflake-arctic-embed": (RETRIEVAL_PROMPT, ""),
-    "nomic-embed-text": ("search_query: ", "search_document: "),
-}
 POOLING = ("none", "mean", "cls", "last")
 MAX_BATCH = 1 << 16
 SPECIAL_TOKEN_MARGIN = 4  # BOS/CLS, EOS/SEP, a prefix space: tokens beyond one per byte
@@ -53,9 +46,10 @@ def resolve_model(model, ollama_dir=None):
         f"`chats models pull {model}`, or set CLAUDE_CHATS_MODEL to a .gguf path")
 
 
-def known_prefixes(model_id):
-    base = model_id.rsplit("/", 1)[-1].split(":")[0]
-    return KNOWN_PREFIXES.get(base, ("", ""))
+def default_threads():
+    """Half the CPUs (at least one): ggml's spinning threads collapse when the machine is
+    oversubscribed (measured: 2 threads on a busy 2-core box were 300x slower than 1)."""
+    return max(1, (os.cpu_count() or 2) // 2)
 
 
 class LlamaProvider(EmbeddingProvider):
@@ -64,10 +58,11 @@ class LlamaProvider(EmbeddingProvider):
 
     def __init__(self, model=None, dimensions=None, threads=None, batch_tokens=None, pooling=None,
                  query_prefix=None, document_prefix=None, ollama_dir=None):
-        """``batch_tokens``: tokens per llama.cpp decode (default: the model's context length,
+        """``threads``: CPU threads (default: half the CPUs); ``batch_tokens``: tokens per llama.cpp decode (default: the model's context length,
         which measured fastest for BERT-style models; larger batches pay cross-sequence attention).
         """
         llama_cpp = require("llama_cpp", "llama", "the llama provider")
+        threads = threads or default_threads()
         self.path, self.model_id = resolve_model(model or DEFAULT_MODEL, ollama_dir)
         known_query, known_document = known_prefixes(self.model_id)
         self.query_prefix = known_query if query_prefix is None else query_prefix

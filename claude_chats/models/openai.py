@@ -1,0 +1,57 @@
+"""The ``openai`` provider: the OpenAI embeddings API (or a compatible server).
+
+Batched requests with ``dimensions`` (default 1024, to fit the seed's schema);
+the SDK retries rate limits and server errors with backoff and jitter.
+"""
+
+from ..errors import ProviderError, ProviderUnavailable
+from .base import EmbeddingProvider, require
+
+DEFAULT_MODEL = "text-embedding-3-small"
+DEFAULT_DIMENSIONS = 1024
+DEFAULT_URL = "https://api.openai.com/v1"
+NATIVE_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
+                     "text-embedding-ada-002": 1536}
+
+
+class OpenAIProvider(EmbeddingProvider):
+    name = "openai"
+    batch_size = 256
+    max_input_chars = 16_000      # 8,191 tokens per input, with room for dense text
+    max_batch_chars = 600_000     # 300,000 tokens per request
+
+    def __init__(self, model=None, dimensions=None, api_key=None, base_url=None, timeout=60.0,
+                 retries=6, client=None):
+        openai = require("openai", "openai", "the openai provider")
+        self.model_id = model or DEFAULT_MODEL
+        self._send_dimensions = self.model_id.startswith("text-embedding-3") or dimensions is not None
+        self.dimensions = dimensions or (DEFAULT_DIMENSIONS if self._send_dimensions
+                                         else NATIVE_DIMENSIONS.get(self.model_id))
+        if self.dimensions is None:
+            raise ProviderError(f"set CLAUDE_CHATS_DIMENSIONS for the OpenAI model {self.model_id!r}")
+        base_url = base_url or DEFAULT_URL
+        if not api_key and base_url.rstrip("/") == DEFAULT_URL:
+            raise ProviderUnavailable("the openai provider needs an API key: set OPENAI_API_KEY")
+        self._openai = openai
+        self._client = client or openai.OpenAI(api_key=api_key or "unused", base_url=base_url,
+                                               timeout=timeout, max_retries=retries)
+
+    @staticmethod
+    def settings_kwargs(settings):
+        return {"model": settings.model, "dimensions": settings.dimensions,
+                "api_key": settings.openai_api_key, "base_url": settings.openai_base_url}
+
+    def embed_batch(self, texts, kind):
+        extra = {"dimensions": self.dimensions} if self._send_dimensions else {}
+        try:
+            response = self._client.embeddings.create(model=self.model_id, input=texts, **extra)
+        except (self._openai.AuthenticationError, self._openai.PermissionDeniedError) as exc:
+            raise ProviderUnavailable(f"OpenAI refused the API key: {exc}") from None
+        except self._openai.APIConnectionError as exc:
+            raise ProviderUnavailable(f"OpenAI API not reachable at {self._client.base_url}: {exc}") from None
+        except self._openai.APIError as exc:
+            raise ProviderError(f"OpenAI embeddings failed: {exc}") from None
+        return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+
+    def close(self):
+        self._client.close()
