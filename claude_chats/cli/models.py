@@ -1,5 +1,98 @@
-"""Commands of this group are registered here (placeholder until they land)."""
+"""``chats models list|pull|check|convert``: thin over ``claude_chats.models``."""
+
+import click
+
+from .output import emit_json
+
+
+@click.group("models")
+def models_group():
+    """Embedding providers, models and the spaces stored in the journal."""
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def list_cmd(as_json):
+    """Providers, the configured model, and the journal's spaces with vector counts."""
+    from .. import config
+    from ..models import inventory
+
+    settings = config.load()
+    conn = inventory.open_journal()
+    try:
+        spaces = inventory.stored_spaces(conn)
+    finally:
+        if conn is not None:
+            conn.close()
+    providers = inventory.providers()
+    configured = {"provider": settings.provider, "model": settings.model, "dimensions": settings.dimensions}
+    if as_json:
+        emit_json({"configured": configured,
+                   "providers": [{"name": n, "default_model": m, "available": a, "install": h}
+                                 for n, m, a, h in providers],
+                   "spaces": [{"id": i, "key": s.key, "vectors": v, "messages": m} for i, s, v, m in spaces]})
+        return
+    default = dict((n, m) for n, m, _, _ in providers).get(settings.provider)
+    click.echo(f"configured: {settings.provider} {settings.model or f'{default} (default)'}"
+               + (f", {settings.dimensions} dimensions" if settings.dimensions else ""))
+    click.echo("providers:")
+    for name, model, available, hint in providers:
+        click.echo(f"  {name:8s} default {model:32s} {'available' if available else 'missing: ' + hint}")
+    click.echo("spaces in the journal:" if spaces else "spaces in the journal: none yet")
+    for space_id, space, count, messages in spaces:
+        click.echo(f"  #{space_id} {space.describe()}: {count} vectors, {messages} messages")
+
+
+@models_group.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def check_cmd(as_json):
+    """Re-embed the canary with the configured model and compare it with each stored space."""
+    from ..models import get_provider, inventory
+
+    conn = inventory.open_journal()
+    try:
+        with get_provider() as provider:
+            results = inventory.check_spaces(conn, provider)
+            configured = provider.space
+    finally:
+        if conn is not None:
+            conn.close()
+    if as_json:
+        emit_json({"configured": configured.key, "spaces": [
+            {"key": s.key, "vectors": v, "status": st, "detail": d} for s, v, st, d in results]})
+    else:
+        click.echo(f"configured: {configured.describe()}")
+        if not results:
+            click.echo("no vectors stored yet: nothing to check")
+        for space, count, status, detail in results:
+            click.echo(f"  {status:8s} {space.describe()} ({count} vectors): {detail}")
+    if any(status == "mismatch" for _, _, status, _ in results) or (
+            results and not any(status == "ok" for _, _, status, _ in results)):
+        raise SystemExit(1)
+
+
+@models_group.command("pull")
+@click.argument("name")
+def pull_cmd(name):
+    """Make NAME usable by the llama provider: Ollama store, else a GGUF from Hugging Face."""
+    from ..models import inventory
+
+    path, how = inventory.pull(name)
+    click.echo(f"{name}: {how}\n  {path}")
+
+
+@models_group.command("convert")
+@click.argument("source", type=click.Path(exists=True, file_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False, writable=True))
+@click.option("--outtype", type=click.Choice(["f16", "f32"]), default="f16", show_default=True,
+              help="Type of the weight matrices (norms and biases stay f32).")
+def convert_cmd(source, out, outtype):
+    """Convert a BERT-family sentence-transformers folder SOURCE to GGUF file OUT (no torch)."""
+    from ..models.convert import convert
+
+    convert(source, out, outtype=outtype)
+    click.echo(f"wrote {out}: use it with CLAUDE_CHATS_MODEL={click.format_filename(out)}")
 
 
 def register(group):
-    pass
+    group.add_command(models_group)

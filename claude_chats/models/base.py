@@ -82,6 +82,7 @@ class EmbeddingProvider:
     """
 
     name = None
+    sdk = None  # (module, extra) the provider needs, for `chats models list`
     model_id = None
     dimensions = None
     max_input_tokens = None

@@ -71,6 +71,8 @@ def family(model_id):
 
 class BedrockProvider(EmbeddingProvider):
     name = "bedrock"
+    sdk = ("boto3", "bedrock")
+    default_model = DEFAULT_MODEL
 
     def __init__(self, model=None, dimensions=None, region=None, client=None, workers=4, retries=8,
                  backoff=0.5, max_backoff=20.0):

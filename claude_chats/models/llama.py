@@ -54,6 +54,8 @@ def default_threads():
 
 class LlamaProvider(EmbeddingProvider):
     name = "llama"
+    sdk = ("llama_cpp", "llama")
+    default_model = DEFAULT_MODEL
     batch_size = 64
 
     def __init__(self, model=None, dimensions=None, threads=None, batch_tokens=None, pooling=None,

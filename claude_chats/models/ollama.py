@@ -35,6 +35,8 @@ class _Retryable(ProviderError):
 
 class OllamaProvider(EmbeddingProvider):
     name = "ollama"
+    sdk = ("httpx", "ollama")
+    default_model = DEFAULT_MODEL
     max_input_chars = 1500  # a character budget: ~512-token models, denser for code
 
     def __init__(self, model=None, dimensions=None, base_url=None, timeout=120.0, batch_size=32,

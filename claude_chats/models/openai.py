@@ -16,6 +16,8 @@ NATIVE_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3
 
 class OpenAIProvider(EmbeddingProvider):
     name = "openai"
+    sdk = ("openai", "openai")
+    default_model = DEFAULT_MODEL
     batch_size = 256
     max_input_chars = 16_000      # 8,191 tokens per input, with room for dense text
     max_batch_chars = 600_000     # 300,000 tokens per request

@@ -41,9 +41,15 @@ def check_canary(stored_space, stored_canary, provider, threshold=CANARY_MIN_COS
         return None
     score = cosine(stored_canary, canary_vector(provider))
     if score < threshold:
-        raise mismatch_error([stored_space], provider.space,
-                             f"the configured model does not reproduce the stored canary vector "
-                             f"(cosine {score:.3f} < {threshold})")
+        configured = provider.space
+        where = f" from {provider.path}" if getattr(provider, "path", None) else ""
+        if configured.key == stored_space.key:
+            raise SpaceMismatchError(
+                f"the configured embedding model {configured.describe()}{where} does not reproduce the canary "
+                f"stored with the vectors of {stored_space.describe()} (cosine {score:.3f} < {threshold}): "
+                f"the model behind this name changed since they were written. Configure the model they were "
+                f"made with, or re-embed.")
+        raise mismatch_error([stored_space], configured, f"the canary does not match (cosine {score:.3f})")
     return score
 
 

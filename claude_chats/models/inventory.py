@@ -1,0 +1,130 @@
+"""What ``chats models list|check|pull`` report: providers, stored spaces, canary checks, downloads."""
+
+import importlib.util
+import os
+import shutil
+
+from .. import paths
+from ..errors import ProviderUnavailable, SpaceMismatchError
+from . import PROVIDERS, ollama_store, provider_class
+from .base import require
+from .spaces import check_canary
+
+# Ollama names -> Hugging Face repos holding an equivalent GGUF
+HF_REPOS = {
+    "mxbai-embed-large": "mixedbread-ai/mxbai-embed-large-v1",
+    "nomic-embed-text": "nomic-ai/nomic-embed-text-v1.5-GGUF",
+    "snowflake-arctic-embed": "Snowflake/snowflake-arctic-embed-m-v1.5",
+}
+GGUF_PREFERENCE = ("f16", "q8_0", "f32")
+
+
+def providers():
+    """``[(name, default_model, available, install_hint)]`` for every registered provider."""
+    out = []
+    for name in sorted(PROVIDERS):
+        cls = provider_class(name)
+        module, extra = cls.sdk or (None, None)
+        available = module is None or importlib.util.find_spec(module) is not None
+        hint = None if available else f"pip install 'claude-chats[{extra}]'"
+        out.append((name, getattr(cls, "default_model", None), available, hint))
+    return out
+
+
+def open_journal(path=None):
+    """A read-only connection to the journal, or None when there is none yet."""
+    from ..localstore import db
+
+    path = path or paths.journal_path()
+    return db.connect(path, readonly=True) if os.path.exists(path) else None
+
+
+def stored_spaces(conn):
+    """``[(space_id, Space, vectors, messages)]`` of the journal (``conn`` may be None)."""
+    if conn is None:
+        return []
+    from ..localstore import vectors
+
+    return vectors.count_vectors(conn)
+
+
+def check_spaces(conn, provider):
+    """Canary check of ``provider`` against every stored space: ``[(Space, vectors, status, detail)]``.
+
+    status is ``ok``, ``mismatch`` (the configured space, canary not reproduced)
+    or ``other`` (vectors of another model, not searchable with this one).
+    """
+    if conn is None:
+        return []
+    from ..localstore import vectors
+
+    canaries = {space_id: canary for space_id, _, canary in vectors.list_spaces(conn)}
+    results = []
+    for space_id, space, count, _ in vectors.count_vectors(conn):
+        if space.key != provider.space.key:
+            results.append((space, count, "other", "vectors of another model: not searchable with the configured one"))
+            continue
+        try:
+            score = check_canary(space, canaries[space_id], provider)
+            results.append((space, count, "ok", "no canary stored" if score is None else f"canary cosine {score:.4f}"))
+        except SpaceMismatchError as exc:
+            results.append((space, count, "mismatch", str(exc)))
+    return results
+
+
+def pull(name, ollama_dir=None):
+    """Make model ``name`` available to the ``llama`` provider: ``(path, how)``.
+
+    An Ollama name already in the Ollama store is used in place; otherwise a GGUF
+    is downloaded from Hugging Face (``owner/repo`` or ``owner/repo/file.gguf``,
+    or the repo known for an Ollama name) into the pulled-models folder.
+    """
+    from .llama import pulled_model_path
+
+    found = ollama_store.resolve(name, ollama_dir)
+    if found:
+        return found, "in the Ollama store"
+    target = pulled_model_path(name)
+    if os.path.isfile(target):
+        return target, "already pulled"
+    repo, filename = _hf_source(name)
+    hub = require("huggingface_hub", "pull", "`chats models pull`")
+    try:
+        filename = filename or _choose_gguf(hub.list_repo_files(repo), repo)
+        downloaded = hub.hf_hub_download(repo, filename)
+    except ProviderUnavailable:
+        raise
+    except Exception as exc:  # offline, unknown repo, HTTP errors: all mean "not from here"
+        raise ProviderUnavailable(
+            f"cannot download {name} from Hugging Face ({type(exc).__name__}: {exc}). Offline? Use "
+            f"`ollama pull {name}` on a connected machine and copy ~/.ollama/models, or convert a local "
+            f"sentence-transformers folder with `chats models convert DIR OUT.gguf` and set "
+            f"CLAUDE_CHATS_MODEL to the .gguf path") from None
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copyfile(downloaded, target + ".part")
+    os.replace(target + ".part", target)
+    return target, f"downloaded from huggingface.co/{repo} ({filename})"
+
+
+def _hf_source(name):
+    base = name.removesuffix(":latest")
+    if base in HF_REPOS:
+        return HF_REPOS[base], None
+    parts = base.removeprefix("hf.co/").removeprefix("huggingface.co/").split("/")
+    if len(parts) >= 3 and parts[-1].endswith(".gguf"):
+        return "/".join(parts[:2]), "/".join(parts[2:])
+    if len(parts) == 2:
+        return base.removeprefix("hf.co/").removeprefix("huggingface.co/"), None
+    raise ProviderUnavailable(f"{name!r} is not in the Ollama store and not a Hugging Face repo "
+                              "(owner/repo or owner/repo/file.gguf)")
+
+
+def _choose_gguf(files, repo):
+    ggufs = sorted(f for f in files if f.endswith(".gguf"))
+    if not ggufs:
+        raise ProviderUnavailable(f"huggingface.co/{repo} has no .gguf file")
+    for wanted in GGUF_PREFERENCE:
+        for f in ggufs:
+            if wanted in os.path.basename(f).lower():
+                return f
+    return ggufs[0]
