@@ -6,7 +6,8 @@ from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchE
 from claude_chats.localstore.search import LocalSearch, fts_match
 from claude_chats.search import Candidate, Searcher, cap_per_session, fuse
 from tests.fixtures_pg import HashEmbedder
-from tests.test_search_support import build_journal, local_searcher, sessions_of, sync_corpus
+from claude_chats.models import Chunk
+from tests.test_search_support import JournalVectors, build_journal, local_searcher, sessions_of, sync_corpus
 
 
 class OtherEmbedder(HashEmbedder):
@@ -212,3 +213,29 @@ def test_local_search_is_a_backend(journal):
     backend = LocalSearch(journal)
     assert backend.source == "local" and backend.spaces() == []
     assert Searcher(backend).search("docker", mode="fulltext")["hits"][0]["session_id"] == "s-docker"
+
+
+def test_in_memory_index_agrees_with_sqlite_vec(journal):
+    sync_corpus(journal, HashEmbedder())
+    exact = Searcher(LocalSearch(journal), None, HashEmbedder)
+    indexed_backend = LocalSearch(journal, index_min_chunks=1)
+    indexed = Searcher(indexed_backend, None, HashEmbedder)
+    for query in ("flaky migration test", "port 5432 already in use", "OOMKilled memory limit", "schema t7"):
+        a = exact.search(query, mode="semantic", limit=5, per_session=0)
+        b = indexed.search(query, mode="semantic", limit=5, per_session=0)
+        assert sessions_of(a)[:1] == sessions_of(b)[:1]
+        assert a["hits"][0]["scores"]["semantic"] == pytest.approx(b["hits"][0]["scores"]["semantic"], abs=0.01)
+    state = next(iter(indexed_backend._spaces_seen.values()))
+    assert len(state.index) == state.count
+    message = journal.conn.execute("SELECT id FROM messages WHERE session_id = 's-rust'").fetchall()[0][0]
+    vectors = JournalVectors(journal)
+    vectors.prepare(HashEmbedder().space, HashEmbedder().embed_documents(["x"])[0])
+    vectors.save({message: [Chunk(1, 0, 4, HashEmbedder().embed_query("zebra crossing at night"))]})
+    top = indexed.search("zebra crossing at night", mode="semantic", limit=1, per_session=0)["hits"][0]
+    assert (top["session_id"], top["chunk"]) == ("s-rust", {"start": 0, "end": 4})
+    assert len(state.index) == state.count
+    purged = [r[0] for r in journal.conn.execute("SELECT id FROM chunks WHERE message_id = ?", (message,))]
+    journal.conn.execute("DELETE FROM chunks WHERE message_id = ?", (message,))
+    journal.conn.execute(f"DELETE FROM vec_{vectors.space_id} WHERE rowid IN ({','.join(map(str, purged))})")
+    indexed.search("zebra crossing at night", mode="semantic")
+    assert len(state.index) == state.count

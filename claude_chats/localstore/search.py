@@ -18,11 +18,15 @@ filters, and keeps each message's best chunk; when the filters leave too few
 import json
 import re
 
+import numpy as np
+
 from ..search import STOPWORDS, Candidate, fuse, iso, query_terms
 from . import fts
 from .journal import Journal
 
 KNN_MAX = 4096          # sqlite-vec's limit on k
+INDEX_MIN_CHUNKS = 20_000   # from this many chunks in a space, KNN runs in memory (``SignIndex``)
+OVERSAMPLE = 10
 _VEC_COLUMN = re.compile(r"(\w+)\s+float\[(\d+)\]", re.IGNORECASE)
 _METRIC = re.compile(r"distance_metric\s*=\s*(\w+)", re.IGNORECASE)
 _TOKEN = re.compile(r'(-?)"([^"]*)"?|(-?)([^\s"]+)')
@@ -63,15 +67,109 @@ def _drop_stopwords(groups):
     return kept or groups
 
 
+class SpaceVectors:
+    """What the journal holds for one space: chunk count, newest chunk id, and (large spaces) a ``SignIndex``.
+
+    sqlite-vec compares every vector (about 1 µs per 384-dim vector here), too slow
+    for a large journal; from ``INDEX_MIN_CHUNKS`` chunks on, KNN runs in memory.
+    New chunks are added as they appear; deletions (purge) rebuild the index.
+    """
+
+    def __init__(self, min_chunks=INDEX_MIN_CHUNKS):
+        self.version = self.index = None
+        self.count = self.top = 0
+        self.min_chunks = min_chunks
+
+    def update(self, conn, table, column, space_id, count, top):
+        if count < self.min_chunks:
+            self.index = None
+        elif self.index is None or count < self.count or top < self.top:
+            self.index = SignIndex.load(conn.execute(f"SELECT rowid, {column} FROM {table}"))
+        elif top > self.top:
+            fresh = conn.execute(f"SELECT rowid, {column} FROM {table} WHERE rowid IN "
+                                 "(SELECT id FROM chunks WHERE space_id = ? AND id > ?)", (space_id, self.top))
+            self.index.add(*SignIndex.arrays(fresh))
+        self.count, self.top = count, top
+
+
+class SignIndex:
+    """Chunk vectors in memory: sign bits pick ``OVERSAMPLE`` times the wanted count by Hamming
+    distance, int8 codes rerank those. Similarities are the int8 codes' cosine (within ~0.005)."""
+
+    def __init__(self, dimensions):
+        self.dimensions, self.words = dimensions, (dimensions + 63) // 64
+        self.ids = np.zeros(0, np.int64)
+        self.bits = np.zeros((self.words, 0), np.uint64)
+        self.codes = np.zeros((0, dimensions), np.int8)
+        self.norms = np.zeros(0, np.float32)
+
+    @classmethod
+    def load(cls, rows):
+        ids, vectors = cls.arrays(rows)
+        index = cls(vectors.shape[1])
+        index.add(ids, vectors)
+        return index
+
+    @staticmethod
+    def arrays(rows):
+        rows = list(rows)
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        blob = b"".join(r[1] for r in rows)
+        return ids, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1)
+
+    def _signs(self, vectors):
+        packed = np.packbits(vectors > 0, axis=1)
+        padded = np.zeros((len(vectors), self.words * 8), np.uint8)
+        padded[:, :packed.shape[1]] = packed
+        return padded.view(np.uint64).T
+
+    def add(self, ids, vectors):
+        if not len(ids):
+            return
+        codes = np.clip(np.round(vectors * 127), -127, 127).astype(np.int8)
+        self.ids = np.concatenate([self.ids, ids])
+        self.bits = np.ascontiguousarray(np.concatenate([self.bits, self._signs(vectors)], axis=1))
+        self.codes = np.concatenate([self.codes, codes])
+        norms = np.linalg.norm(codes.astype(np.float32), axis=1)
+        self.norms = np.concatenate([self.norms, np.where(norms == 0, 1, norms)])
+
+    def __len__(self):
+        return len(self.ids)
+
+    def nearest(self, vector, count):
+        """(chunk ids, similarities) of the ``count`` nearest chunks, best first."""
+        query = np.asarray(vector, dtype=np.float32)
+        picked = self._by_hamming(self._signs(query[None, :])[:, 0], count * OVERSAMPLE)
+        # einsum, not BLAS: a small product, and BLAS threads stall on a busy machine
+        similarities = np.einsum("ij,j->i", self.codes[picked], query) / self.norms[picked]
+        similarities /= max(float(np.linalg.norm(query)), 1e-12)
+        order = np.argsort(-similarities, kind="stable")[:count]
+        return self.ids[picked[order]], similarities[order]
+
+    def _by_hamming(self, signs, pool):
+        """Positions of (about) the ``pool`` vectors nearest to ``signs`` in Hamming distance."""
+        if pool >= len(self.ids):
+            return np.arange(len(self.ids))
+        distance = np.zeros(len(self.ids), np.uint16)
+        scratch = np.empty(len(self.ids), np.uint64)
+        for word in range(self.words):
+            np.bitwise_xor(self.bits[word], signs[word], out=scratch)
+            distance += np.bitwise_count(scratch)
+        cutoff = np.searchsorted(np.cumsum(np.bincount(distance, minlength=self.dimensions + 1)), pool)
+        return np.flatnonzero(distance <= cutoff)
+
+
 class LocalSearch:
     """Search and read the journal; ``source`` is ``"local"``."""
 
     source = "local"
 
-    def __init__(self, journal):
+    def __init__(self, journal, index_min_chunks=INDEX_MIN_CHUNKS):
         self.journal, self.conn = journal, journal.conn
+        self.index_min_chunks = index_min_chunks
         self._vec_loaded = False
         self._vec_tables = {}
+        self._spaces_seen = {}
 
     @classmethod
     def open(cls, path=None):
@@ -91,8 +189,6 @@ class LocalSearch:
         return [s for s in self._spaces("", ()) if s["vectors"]]
 
     def _spaces(self, where, args):
-        import numpy as np
-
         rows = self.conn.execute(
             f"SELECT id, key, provider, model, dimensions, options, canary, "
             f"EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = spaces.id) FROM spaces {where} ORDER BY id",
@@ -116,56 +212,91 @@ class LocalSearch:
         return fuse(legs, plan.rrf_k)
 
     def fulltext(self, plan):
-        """Messages matching the query, best bm25 first (at most ``plan.candidates``)."""
+        """Messages matching the query, best bm25 first (at most ``plan.candidates``).
+
+        FTS5 orders by its rank (bm25) fastest on its own; the filters then apply to
+        an oversampled top, and to every match when too few survive.
+        """
         match = fts_match(plan.text, plan.match)
         if match is None:
             return []
         where, args = _filters(plan.filters)
-        sql = (f"SELECT m.id, m.session_id, bm25(messages_fts) FROM messages_fts "
-               f"JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
-               f"WHERE messages_fts MATCH ? AND {where} ORDER BY bm25(messages_fts) LIMIT ?")
-        rows = self.conn.execute(sql, (match, *args, plan.candidates)).fetchall()
+        top = plan.candidates * (4 if _only_kinds(plan.filters) and not plan.filters.session_id else 64)
+        rows = self._fulltext(match, where, args, top, plan.candidates)
+        if len(rows) < plan.candidates:
+            rows = self._fulltext(match, where, args, -1, plan.candidates)
         return [Candidate(i, session, scores={"fulltext": -score}) for i, session, score in rows]
+
+    def _fulltext(self, match, where, args, top, limit):
+        sql = (f"SELECT m.id, m.session_id, f.rank FROM (SELECT rowid, rank FROM messages_fts "
+               f"WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN messages m ON m.id = f.rowid "
+               f"JOIN sessions s ON s.id = m.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
+        return self.conn.execute(sql, (match, top, *args, limit)).fetchall()
 
     def semantic(self, plan):
         """Messages by their nearest chunk to ``plan.vector`` (cosine similarity, best first)."""
         table, column, metric = self._vec_table(plan.space_id)
-        blob = plan.vector.astype("float32").tobytes()
         where, args = _filters(plan.filters)
-        found = []
         if plan.filters.session_id is None:
-            knn = min(KNN_MAX, plan.candidates * (4 if _only_kinds(plan.filters) else 16))
-            found = self._knn(table, column, blob, knn, where, args, plan.candidates)
-            if len(found) >= plan.candidates or knn >= self._chunk_count(plan.space_id):
-                return self._similarities(found, metric)
-        found = self._exact(table, column, metric, blob, plan.space_id, where, args, plan.candidates)
-        return self._similarities(found, metric)
+            knn = plan.candidates * (4 if _only_kinds(plan.filters) else 16)
+            vectors = self._space_vectors(plan.space_id, table, column)
+            if vectors.index is not None:
+                ids, similarities = vectors.index.nearest(plan.vector, knn)
+                found = self._preselected(ids, similarities, where, args, plan.candidates)
+            else:
+                knn = min(KNN_MAX, knn)
+                found = self._knn(table, column, metric, plan.vector, knn, where, args, plan.candidates)
+            if len(found) >= plan.candidates or knn >= vectors.count:
+                return _candidates(found)
+        return _candidates(self._exact(table, column, metric, plan.vector, plan.space_id, where, args,
+                                       plan.candidates))
 
-    def _knn(self, table, column, blob, knn, where, args, limit):
+    def _knn(self, table, column, metric, vector, knn, where, args, limit):
         sql = (f"WITH knn AS (SELECT rowid, distance FROM {table} WHERE {column} MATCH ? AND k = ?) "
-               f"SELECT c.message_id, m.session_id, min(knn.distance) AS d, c.start_char, c.end_char "
-               f"FROM knn JOIN chunks c ON c.id = knn.rowid JOIN messages m ON m.id = c.message_id "
-               f"JOIN sessions s ON s.id = m.session_id WHERE {where} "
-               f"GROUP BY c.message_id ORDER BY d, c.message_id LIMIT ?")
-        return self.conn.execute(sql, (blob, knn, *args, limit)).fetchall()
+               f"SELECT c.message_id, m.session_id, {_similarity(metric, 'min(knn.distance)')} AS sim, "
+               f"c.start_char, c.end_char FROM knn JOIN chunks c ON c.id = knn.rowid "
+               f"JOIN messages m ON m.id = c.message_id JOIN sessions s ON s.id = m.session_id WHERE {where} "
+               f"GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
+        return self.conn.execute(sql, (_blob(vector), knn, *args, limit)).fetchall()
 
-    def _exact(self, table, column, metric, blob, space_id, where, args, limit):
+    def _preselected(self, ids, similarities, where, args, limit):
+        """Rows like ``_knn``'s for chunks the index found (best first), filtered, one per message."""
+        sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM chunks c "
+               f"JOIN messages m ON m.id = c.message_id JOIN sessions s ON s.id = m.session_id "
+               f"WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
+        kept = {row[0]: row[1:] for row in self.conn.execute(sql, (json.dumps(ids.tolist()), *args))}
+        rows, seen = [], set()
+        for chunk_id, similarity in zip(ids.tolist(), similarities.tolist()):
+            found = kept.get(chunk_id)
+            if found is None or found[0] in seen:
+                continue
+            seen.add(found[0])
+            rows.append((found[0], found[1], similarity, found[2], found[3]))
+            if len(rows) == limit:
+                break
+        return rows
+
+    def _exact(self, table, column, metric, vector, space_id, where, args, limit):
         distance = "vec_distance_cosine" if metric == "cosine" else "vec_distance_l2"
-        sql = (f"SELECT c.message_id, m.session_id, min({distance}(v.{column}, ?)) AS d, c.start_char, "
-               f"c.end_char FROM messages m JOIN sessions s ON s.id = m.session_id "
+        sql = (f"SELECT c.message_id, m.session_id, {_similarity(metric, f'min({distance}(v.{column}, ?))')} AS sim, "
+               f"c.start_char, c.end_char FROM messages m JOIN sessions s ON s.id = m.session_id "
                f"JOIN chunks c ON c.message_id = m.id AND c.space_id = ? JOIN {table} v ON v.rowid = c.id "
-               f"WHERE {where} GROUP BY c.message_id ORDER BY d, c.message_id LIMIT ?")
-        return self.conn.execute(sql, (blob, space_id, *args, limit)).fetchall()
+               f"WHERE {where} GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
+        return self.conn.execute(sql, (_blob(vector), space_id, *args, limit)).fetchall()
 
-    @staticmethod
-    def _similarities(rows, metric):
-        def similarity(d):
-            return 1.0 - d if metric == "cosine" else 1.0 - d * d / 2.0
-        return [Candidate(i, session, scores={"semantic": similarity(d)}, chunk=(start, end))
-                for i, session, d, start, end in rows]
-
-    def _chunk_count(self, space_id):
-        return self.conn.execute("SELECT count(*) FROM chunks WHERE space_id = ?", (space_id,)).fetchall()[0][0]
+    def _space_vectors(self, space_id, table, column):
+        """The space's chunk count, and its in-memory index once the space is large (kept up to date)."""
+        # data_version moves when another connection commits; total_changes when this one writes
+        version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes())
+        state = self._spaces_seen.get(space_id)
+        if state is None or state.version != version:
+            count, top = self.conn.execute("SELECT count(*), max(id) FROM chunks WHERE space_id = ?",
+                                           (space_id,)).fetchall()[0]
+            state = state or SpaceVectors(self.index_min_chunks)
+            state.update(self.conn, table, column, space_id, count, top or 0)
+            state.version = version
+            self._spaces_seen[space_id] = state
+        return state
 
     def _vec_table(self, space_id):
         """(table, vector column, metric) of a space's sqlite-vec table, the extension loaded."""
@@ -232,6 +363,19 @@ def _session(row):
             "git_branch": row["git_branch"], "started_at": row["first_at"], "last_at": row["last_at"],
             "message_count": row["message_count"], "machine": row["machine"],
             "parent_session_id": row["parent_session_id"], "is_subagent": row["agent_id"] is not None}
+
+
+def _candidates(rows):
+    return [Candidate(i, session, scores={"semantic": sim}, chunk=(start, end)) for i, session, sim, start, end in rows]
+
+
+def _similarity(metric, distance):
+    """Cosine similarity from a sqlite-vec distance (L2 between unit vectors: 1 - d^2 / 2)."""
+    return f"(1.0 - {distance})" if metric == "cosine" else f"(1.0 - {distance} * {distance} / 2.0)"
+
+
+def _blob(vector):
+    return vector.astype("float32").tobytes()
 
 
 def _only_kinds(filters):

@@ -8,6 +8,7 @@ and goes back to Postgres when it returns. Library errors become
 ``ToolError``s with the library's actionable message.
 """
 
+import threading
 from typing import Annotated, Literal
 
 from fastmcp import Context, FastMCP
@@ -53,7 +54,7 @@ def create_server(open_searcher=None):
 
     @lifespan
     async def stores(server):
-        searcher = (open_searcher or search.open_searcher)()
+        searcher = Opening(open_searcher or search.open_searcher)
         try:
             yield {"searcher": searcher}
         finally:
@@ -118,14 +119,43 @@ def create_server(open_searcher=None):
     return server
 
 
+class Opening:
+    """The searcher, opened in a background thread as the server starts: ``tools/list`` does not
+    wait for the stores (or their imports), the first tool call does."""
+
+    def __init__(self, opener):
+        self._searcher = self._error = None
+        self._thread = threading.Thread(target=self._open, args=(opener,), name="chats-open-stores", daemon=True)
+        self._thread.start()
+
+    def _open(self, opener):
+        try:
+            self._searcher = opener()
+        except Exception as exc:  # noqa: BLE001 - reported to every tool call
+            self._error = exc
+
+    def get(self):
+        self._thread.join()
+        if self._error is not None:
+            if isinstance(self._error, ClaudeChatsError):
+                raise self._error
+            raise ToolError(f"cannot open the conversation stores: {type(self._error).__name__}: {self._error}")
+        return self._searcher
+
+    def close(self):
+        self._thread.join()
+        if self._searcher is not None:
+            self._searcher.close()
+
+
 def _call(ctx, action):
     """Run ``action(searcher)``; claude-chats errors become ToolErrors with their message."""
     try:
-        return action(ctx.lifespan_context["searcher"])
+        return action(ctx.lifespan_context["searcher"].get())
     except ClaudeChatsError as exc:
         raise ToolError(str(exc)) from None
 
 
 def main():
     """Serve over stdio (what ``chats mcp`` runs)."""
-    create_server().run(transport="stdio", show_banner=False)
+    create_server().run(transport="stdio", show_banner=False, log_level="WARNING")
