@@ -15,9 +15,11 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import PostgresError, ProviderError
 from . import faults, journal_io
+from .pusher import Pusher
 from .records import Batch, Chunk, Space
 
 DEFAULT_BATCH = 500
+DEFAULT_WORKERS = 2
 DEFER_INDEX_MIN = 20_000   # vectors: a backlog this big loads without the HNSW index, then builds it
 
 
@@ -33,6 +35,7 @@ class SyncReport:
     pending_after: int = 0
     postgres: str = "not configured"   # "ok", "not configured", "unreachable"
     errors: list = field(default_factory=list)
+    index_seconds: float = 0.0  # of ``seconds``: rebuilding a vector index after a bulk load
     seconds: float = 0.0
 
     @property
@@ -50,13 +53,15 @@ class Syncer:
     or None (Postgres not configured or unreachable: embed only),
     ``local`` keeps vectors in the journal (see ``localvec``) or None,
     ``redact`` cleans text before it leaves the machine, ``progress(done,
-    total)`` is called after each batch.
+    total)`` is called after each batch, ``workers`` is the number of
+    Postgres connections pushing batches at once.
     """
 
     def __init__(self, journal, provider, store=None, local=None, batch_size=DEFAULT_BATCH,
-                 redact=None, progress=None):
+                 redact=None, progress=None, workers=DEFAULT_WORKERS):
         self.journal, self.provider, self.store, self.local = journal, provider, store, local
         self.batch_size, self.redact, self.progress = max(1, int(batch_size)), redact, progress
+        self.workers = workers
         self.report = SyncReport()
         self.space = self.space_id = None
 
@@ -69,10 +74,7 @@ class Syncer:
             deferred = self._maybe_defer_index()
             self._batches()
             self._push_renamed_sessions()
-            if self.store is not None and self.space_id is not None:
-                self.store.ensure_index(self.space_id)
-                if deferred or self.report.vectors_pushed:
-                    self.store.refresh_index(self.space_id)
+            self._finish_index(deferred)
         except ProviderError as exc:
             self.report.errors.append(f"embedding failed, messages stay pending: {exc}")
         except PostgresError as exc:
@@ -106,26 +108,44 @@ class Syncer:
         self._pg(self.store.drop_index, self.space_id)
         return True
 
-    def _batches(self):
-        after_id = seen = 0
-        while True:
-            rows = self.journal.pending(limit=self.batch_size, after_id=after_id)
-            if not rows:
-                return
-            self._one_batch(rows)
-            after_id, seen = rows[-1]["id"], seen + len(rows)
-            self.report.batches += 1
-            if self.progress:
-                self.progress(seen, max(seen, self.report.pending_before))
+    def _finish_index(self, deferred):
+        """Rebuild an index dropped for a bulk load (or by a crash during one); ANALYZE."""
+        if self.store is None or self.space_id is None:
+            return
+        started = time.monotonic()
+        self._pg(self.store.ensure_index, self.space_id)
+        if deferred or self.report.vectors_pushed:
+            self._pg(self.store.refresh_index, self.space_id)
+        self.report.index_seconds = round(time.monotonic() - started, 3)
 
-    def _one_batch(self, rows):
+    def _batches(self):
+        if self.store is None and self.local is None:
+            return  # vectors would be neither pushed nor kept: nothing to do until Postgres is set up
+        with Pusher(self.store, self.workers) as pusher:
+            after_id = seen = 0
+            while True:
+                rows = self.journal.pending(limit=self.batch_size, after_id=after_id)
+                if not rows:
+                    break
+                self._one_batch(rows, pusher)
+                after_id, seen = rows[-1]["id"], seen + len(rows)
+                self.report.batches += 1
+                if self.progress:
+                    self.progress(seen, max(seen, self.report.pending_before))
+            self._pg(pusher.drain)
+
+    def _one_batch(self, rows, pusher):
         messages = journal_io.as_messages(rows, self.redact)
         chunks = self._vectors(rows, messages)
         faults.point("after-embed")
         if self.store is None:
             return
         conversations = journal_io.conversations(self.journal.conn, {m.session_id for m in messages})
-        result = self._pg(self.store.push, Batch(conversations, messages, chunks, self.space))
+        batch = Batch(conversations, messages, chunks, self.space)
+        self._pg(pusher.submit, batch, lambda result: self._pushed(rows, conversations, result))
+
+    def _pushed(self, rows, conversations, result):
+        """After the batch committed in Postgres: mark it synced in the journal."""
         faults.point("before-mark")
         missing = set(result.missing)
         self.journal.mark_synced([r["id"] for r in rows if r["uuid"] not in missing])

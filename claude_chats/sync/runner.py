@@ -7,7 +7,7 @@ provider and store themselves.
 
 from .. import config
 from ..errors import PostgresUnavailable, ProviderError
-from .engine import DEFAULT_BATCH, SyncReport, Syncer
+from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, SyncReport, Syncer
 from .lock import SyncLock
 
 
@@ -24,7 +24,7 @@ def open_store(settings):
 
 
 def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
-             batch_size=DEFAULT_BATCH, progress=None, redact=None, lock=True):
+             batch_size=DEFAULT_BATCH, progress=None, redact=None, lock=True, workers=DEFAULT_WORKERS):
     """Run one sync under the lock and return its ``SyncReport``.
 
     Anything not given is opened from ``settings`` (``config.load()``) and
@@ -48,12 +48,10 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
         except ProviderError as exc:
             return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable)
         local = local if local is not None else _local_vectors(journal)
-        report = Syncer(journal, provider, store, local, batch_size, redact, progress).run()
+        report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers).run()
         if unreachable:
             report.postgres = "unreachable"
             report.errors.insert(0, f"{unreachable} (messages embedded locally; the next sync retries)")
-        elif store is None and settings.database_url is None:
-            report.postgres = "not configured"
         return report
     finally:
         for thing in reversed(opened):

@@ -33,32 +33,44 @@ _CONVERSATION_TYPES = ["text"] * 10
 _MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
 
-# Newest journal version (by updated_at; the later push on a tie) wins for the descriptive columns; the
-# time span only grows; the machine that pushed first keeps the row. The WHERE
-# makes a re-push of an unchanged conversation write nothing.
-_UPSERT_CONVERSATIONS = """
+# Newest journal version (by updated_at; the later push on a tie) wins for the
+# descriptive columns; the time span only grows; the machine that pushed first
+# keeps the row. Rows that would not change are filtered out before the
+# upsert, so a re-push writes (and locks) nothing: concurrent pushes of
+# batches of one session do not wait for each other.
+def _changed(old, new):
+    """SQL: the pushed row ``new`` would change the stored row ``old``."""
+    return f"""({old}.updated_at IS NULL OR {new}.updated_at > {old}.updated_at
+   OR ({new}.updated_at = {old}.updated_at
+       AND ({new}.name, {new}.git_branch, {new}.project_path)
+           IS DISTINCT FROM ({old}.name, {old}.git_branch, {old}.project_path))
+   OR {new}.last_at > {old}.last_at OR {new}.started_at < {old}.started_at
+   OR ({old}.last_at IS NULL AND {new}.last_at IS NOT NULL)
+   OR ({old}.started_at IS NULL AND {new}.started_at IS NOT NULL))"""
+
+
+_NEWER = "(conversations.updated_at IS NULL OR excluded.updated_at >= conversations.updated_at)"
+
+_UPSERT_CONVERSATIONS = f"""
 INSERT INTO conversations (session_id, project_path, git_branch, name, started_at, last_at,
                            parent_session_id, agent_id, machine, updated_at)
-SELECT DISTINCT ON (session_id) session_id, project_path, git_branch, name, started_at::timestamptz,
-       last_at::timestamptz, parent_session_id, agent_id, machine, updated_at::timestamptz
-FROM push_conversations ORDER BY session_id, updated_at DESC NULLS LAST
+SELECT * FROM (
+    SELECT DISTINCT ON (session_id) session_id, project_path, git_branch, name, started_at::timestamptz,
+           last_at::timestamptz, parent_session_id, agent_id, machine, updated_at::timestamptz
+    FROM push_conversations ORDER BY session_id, updated_at DESC NULLS LAST
+) t
+WHERE NOT EXISTS (SELECT 1 FROM conversations c WHERE c.session_id = t.session_id AND NOT {_changed("c", "t")})
+ORDER BY session_id
 ON CONFLICT (session_id) DO UPDATE SET
-    project_path = CASE WHEN n.newer THEN excluded.project_path ELSE conversations.project_path END,
-    git_branch = CASE WHEN n.newer THEN excluded.git_branch ELSE conversations.git_branch END,
-    name = CASE WHEN n.newer THEN excluded.name ELSE conversations.name END,
+    project_path = CASE WHEN {_NEWER} THEN excluded.project_path ELSE conversations.project_path END,
+    git_branch = CASE WHEN {_NEWER} THEN excluded.git_branch ELSE conversations.git_branch END,
+    name = CASE WHEN {_NEWER} THEN excluded.name ELSE conversations.name END,
     parent_session_id = coalesce(conversations.parent_session_id, excluded.parent_session_id),
     agent_id = coalesce(conversations.agent_id, excluded.agent_id),
     started_at = least(conversations.started_at, excluded.started_at),
     last_at = greatest(conversations.last_at, excluded.last_at),
     updated_at = greatest(conversations.updated_at, excluded.updated_at)
-""".replace("n.newer", "(conversations.updated_at IS NULL OR excluded.updated_at >= conversations.updated_at)") + """
-WHERE conversations.updated_at IS NULL OR excluded.updated_at > conversations.updated_at
-   OR (excluded.updated_at = conversations.updated_at
-       AND (excluded.name, excluded.git_branch, excluded.project_path)
-           IS DISTINCT FROM (conversations.name, conversations.git_branch, conversations.project_path))
-   OR excluded.last_at > conversations.last_at OR excluded.started_at < conversations.started_at
-   OR (conversations.last_at IS NULL AND excluded.last_at IS NOT NULL)
-   OR (conversations.started_at IS NULL AND excluded.started_at IS NOT NULL)
+WHERE {_changed("conversations", "excluded")}
 """
 
 _INSERT_MESSAGES = """
@@ -119,8 +131,8 @@ def ivfflat_lists(rows):
 class PgStore:
     """The canonical store on one psycopg connection (``PgStore.open(url)``)."""
 
-    def __init__(self, conn, url=""):
-        self.conn, self.url = conn, url
+    def __init__(self, conn, url="", allow_insecure_remote=False):
+        self.conn, self.url, self.allow_insecure_remote = conn, url, allow_insecure_remote
         self._spaces = {}
         self._temp_ready = False
 
@@ -135,7 +147,11 @@ class PgStore:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, url)
+        return cls(conn, url, allow_insecure_remote)
+
+    def clone(self):
+        """Another store on a new connection to the same database (schema already migrated)."""
+        return PgStore.open(self.url, self.allow_insecure_remote, migrate=False)
 
     def close(self):
         self.conn.close()
