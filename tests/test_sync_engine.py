@@ -114,16 +114,51 @@ def test_postgres_down_embeds_and_retries_later(journal, tmp_path, pg_db_url):
     report = sync(journal, down)
     assert report.postgres == "unreachable" and not report.ok
     assert "127.0.0.1:9" in report.errors[0] and ":pw@" not in report.errors[0]
-    assert report.pending_after == 3
+    assert report.pending_after == 3 and report.embedded == 3   # kept in the journal meanwhile
     later = sync(journal, pg_db_url)
     assert later.ok and later.pushed == 3 and later.pending_after == 0
+    assert later.embedded == 0 and later.vectors_pushed == 3      # the journal's vectors, not re-embedded
 
 
-def test_without_postgres_messages_stay_pending(journal, tmp_path):
+def test_without_postgres_vectors_go_to_the_journal(journal, tmp_path):
+    from claude_chats.localstore import vectors
+
     journal.import_files([str(write_transcript(tmp_path, "s-a", 3))])
     report = sync(journal, None)
     assert report.ok and report.postgres == "not configured"
-    assert report.pending_after == 3
+    assert report.pending_after == 3 and report.embedded == 3
+    ((_, space, count, messages),) = vectors.count_vectors(journal.conn)
+    assert space.key == HashEmbedder().space.key and count == messages == 3
+    assert sync(journal, None).embedded == 0
+
+
+def test_secrets_are_redacted_before_the_push(journal, tmp_path, pg_db_url):
+    from claude_chats.redact import redact
+
+    secret = "AKIA" + "IOSFODNN7EXAMPLQ"
+    path = tmp_path / "secret.jsonl"
+    path.write_bytes(lines.encode(lines.user(f"my key is {secret} ok", session="s-secret")))
+    journal.import_files([str(path)])
+    assert sync(journal, pg_db_url, redact=redact).ok
+    (content,) = [row[5] for row in pg_messages(pg_db_url)]
+    assert secret not in content and "[REDACTED:" in content
+
+
+def test_redaction_applies_when_text_leaves_the_machine():
+    from claude_chats.sync.runner import redactor
+
+    local = HashEmbedder()
+    remote_db = config.load({"database_url": "postgresql://u@db.example.com/x?sslmode=require"})
+    assert redactor(settings(), local) is None
+    assert redactor(settings("postgresql://u@localhost/x"), local) is None
+    assert redactor(remote_db, local) is not None
+    assert redactor(config.load({"database_url": "postgresql://u@db.example.com/x?sslmode=require",
+                                 "redact": False}), local) is None
+
+    class Hosted(HashEmbedder):
+        name = "openai"
+
+    assert redactor(settings(), Hosted()) is not None
 
 
 def test_two_journals_one_database(tmp_path, pg_db_url):

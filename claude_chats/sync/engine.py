@@ -31,6 +31,7 @@ class SyncReport:
     pushed: int = 0             # messages newly inserted in Postgres
     vectors_pushed: int = 0
     conversations: int = 0      # conversations inserted or updated
+    purges: dict = field(default_factory=dict)  # purge tombstones pushed / applied (see purge.py)
     batches: int = 0
     pending_after: int = 0
     postgres: str = "not configured"   # "ok", "not configured", "unreachable"
@@ -71,6 +72,7 @@ class Syncer:
         self.report.postgres = "ok" if self.store is not None else self.report.postgres
         try:
             self._prepare_space()
+            self._sync_purges()
             deferred = self._maybe_defer_index()
             self._batches()
             self._push_renamed_sessions()
@@ -97,6 +99,13 @@ class Syncer:
             self.local.prepare(space, canary)
         if self.store is not None:
             self.space_id = self._pg(self.store.ensure_space, self.space)
+
+    def _sync_purges(self):
+        """Purges queued here go to Postgres; every machine's tombstones apply here, before pushing."""
+        if self.store is not None:
+            from ..purge import sync_purges
+
+            self.report.purges = self._pg(sync_purges, self.journal, self.store)
 
     def _maybe_defer_index(self):
         """Drop the space's HNSW index for a backlog larger than what is indexed already."""

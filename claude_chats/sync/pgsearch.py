@@ -23,6 +23,7 @@ from . import dburl, pg, store
 
 STATEMENT_TIMEOUT_MS = 10_000
 NEIGHBOUR_CHARS = 300
+SPACES_TTL = 30          # seconds
 RANK_NORMALIZATION = 1   # ts_rank divided by 1 + log(document length): close to bm25's ordering
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
@@ -95,6 +96,7 @@ class PgSearch:
 
     def __init__(self, conn, url="", on_lost=None):
         self.conn, self.url, self.on_lost = conn, url, on_lost
+        self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
 
     def close(self):
         self.conn.close()
@@ -124,12 +126,18 @@ class PgSearch:
         return [s for s in self._spaces() if s["vectors"]]
 
     def _spaces(self):
+        """Every space with its canary and whether it holds vectors (kept ``SPACES_TTL`` seconds
+        once vectors exist: each search asks, and a round trip is most of a search's cost)."""
+        if self._spaces_cache is not None and time.monotonic() - self._spaces_at < SPACES_TTL:
+            return self._spaces_cache
         names = ("id", "key", "provider", "model", "dimensions", "options", "canary")
         out = [dict(zip(names, row)) for row in self._rows(
             "SELECT id, key, provider, model, dimensions, options, canary FROM spaces ORDER BY id")]
         for s in out:
             s["vectors"] = self._rows(f"SELECT EXISTS (SELECT 1 FROM {store.vector_table(s['id'])})")[0][0]
             s["canary"] = _array(s["canary"])
+        if any(s["vectors"] for s in out):
+            self._spaces_cache, self._spaces_at = out, time.monotonic()
         return out
 
     # -- search -----------------------------------------------------------------------------
@@ -155,11 +163,15 @@ class PgSearch:
         dimensions = len(plan.vector)
         expression, _ops = store.index_expression(dimensions)
         column = "v." + expression if expression == "embedding" else expression.replace("(embedding", "(v.embedding")
-        query = "%(vector)s" if expression == "embedding" else f"(%(vector)s::vector::halfvec({dimensions}))"
+        query = "%(vector)s::vector" if expression == "embedding" else f"(%(vector)s::vector::halfvec({dimensions}))"
         distance = f"{column} <=> {query}"
-        params.update(vector=plan.vector, knn=plan.candidates * 2)
-        with self._guard():
-            self.conn.execute(f"SET hnsw.ef_search = {min(1000, max(100, plan.candidates * 2))}")
+        # as text: with pgvector's binary parameter the same statement runs several times slower
+        params.update(vector=str(plan.vector.tolist()), knn=plan.candidates * 2)
+        ef_search = min(1000, max(100, plan.candidates * 2))
+        if ef_search != self._ef_search:
+            with self._guard():
+                self.conn.execute(f"SET hnsw.ef_search = {ef_search}")
+            self._ef_search = ef_search
         # One session is a small set: scan it exactly rather than walk the whole index.
         order = f"({distance}) + 0" if plan.filters.session_id else distance
         return _SEMANTIC.format(distance=distance, order=order, where=where,
@@ -252,6 +264,9 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2):
             raise PostgresUnavailable(f"Postgres at {dburl.mask(url)} has no claude-chats tables yet: "
                                       "run `chats sync`")
         conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        # psycopg prepares repeated statements; a generic plan cannot see the query vector, the
+        # tsquery or the ids, and picks sequential scans: plan each call with its values
+        conn.execute("SET plan_cache_mode = force_custom_plan")
         _try(conn, "SET hnsw.iterative_scan = relaxed_order")   # pgvector >= 0.8: filtered KNN fills up
     except psycopg.Error as exc:
         conn.close()

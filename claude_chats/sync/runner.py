@@ -48,6 +48,7 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
         except ProviderError as exc:
             return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable)
         local = local if local is not None else _local_vectors(journal)
+        redact = redact or redactor(settings, provider)
         report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers).run()
         if unreachable:
             report.postgres = "unreachable"
@@ -58,6 +59,39 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
             thing.close()
         if held is not None:
             held.release()
+
+
+def redactor(settings, provider):
+    """``redact.redact`` when text leaves the machine (remote Postgres or embedding API), else None."""
+    if not settings.redact:
+        return None
+    if not (_remote_postgres(settings.database_url) or _remote_provider(provider)):
+        return None
+    from ..redact import redact
+
+    return redact
+
+
+def _remote_postgres(url):
+    if not url:
+        return False
+    from . import dburl
+
+    return not all(dburl.is_local_host(h) for h in dburl.hosts(dburl.parse(url)))
+
+
+def _remote_provider(provider):
+    """Hosted APIs always; HTTP providers (Ollama) when their server is not local."""
+    if getattr(provider, "name", None) in ("bedrock", "openai"):
+        return True
+    base_url = getattr(provider, "base_url", None)
+    if not base_url:
+        return False
+    from urllib.parse import urlsplit
+
+    from . import dburl
+
+    return not dburl.is_local_host(urlsplit(str(base_url)).hostname or "")
 
 
 def _remember(opened, thing):
