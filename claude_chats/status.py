@@ -232,7 +232,7 @@ def _sync_lines(r):
         return ["never ran (`chats sync`)" + running]
     if last.get("ok"):
         return [f"last {last.get('at')}: ok, {last.get('pushed', 0):,} messages pushed, "
-                f"{last.get('embedded', 0):,} embedded in {last.get('seconds', 0)} s{running}"]
+                f"{last.get('embedded', 0):,} embedded in {float(last.get('seconds') or 0):.1f} s{running}"]
     return [f"last {last.get('at')}: failed{running}"] + [f"  {e}" for e in last.get("errors", [])[:3]]
 
 

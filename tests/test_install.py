@@ -250,3 +250,21 @@ def test_a_bad_option_changes_nothing(settings_file):
     assert result.exit_code == 1 and "unknown embedding provider 'nonsense'" in result.output
     assert open(settings_file, "rb").read() == before
     assert not os.path.exists(paths.config_path())
+
+
+def test_the_plugin_layout_matches_chats_install():
+    """.claude-plugin/plugin.json, hooks/hooks.json and .mcp.json register what `chats install` does."""
+    import pathlib
+    import tomllib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    manifest = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
+    with open(root / "pyproject.toml", "rb") as fh:
+        assert manifest["version"] == tomllib.load(fh)["project"]["version"]
+    marketplace = json.loads((root / ".claude-plugin" / "marketplace.json").read_text())
+    assert [p["name"] for p in marketplace["plugins"]] == [manifest["name"]]
+    hooks = json.loads((root / "hooks" / "hooks.json").read_text())["hooks"]
+    assert list(hooks) == list(install.HOOK_EVENTS)
+    assert install.our_hooks({"hooks": hooks}) == {e: ["record-conversation"] for e in install.HOOK_EVENTS}
+    servers = json.loads((root / ".mcp.json").read_text())["mcpServers"]
+    assert servers == {install.MCP_NAME: {"command": "chats", "args": ["mcp"]}}
