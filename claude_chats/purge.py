@@ -10,7 +10,7 @@ them).
 
 Postgres: deleted at once when reachable, else the purge waits in the journal's
 ``purge_queue`` and the next ``chats sync`` applies it. Either way a tombstone
-goes into Postgres' ``purges`` table; every machine's sync applies every
+goes into Postgres' ``purges`` table (sql/0002_purges.sql); every machine's sync applies every
 tombstone to its own journal before pushing, so no journal puts a purged
 conversation back. A tombstone covers what was written up to its time: a
 session continued after the purge keeps its new messages.
@@ -156,26 +156,11 @@ def scrub(conn):
 
 # -- Postgres ------------------------------------------------------------------------
 
-_TOMBSTONES = """
-CREATE TABLE purges (
-    id         bigserial PRIMARY KEY,
-    kind       text NOT NULL CHECK (kind IN ('session', 'project')),
-    target     text NOT NULL,
-    created_at timestamptz NOT NULL,
-    machine    text
-)"""
-
-
 def ensure_tombstones(conn):
-    """Create Postgres' ``purges`` table once (under the migrations' advisory lock)."""
+    """Make sure Postgres has the ``purges`` table: it is migration 0002, so apply what is pending."""
     from .sync import migrations
 
-    if conn.execute("SELECT to_regclass('purges') IS NOT NULL").fetchone()[0]:
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (migrations.LOCK_KEY,))
-        if not conn.execute("SELECT to_regclass('purges') IS NOT NULL").fetchone()[0]:
-            conn.execute(_TOMBSTONES)
+    migrations.migrate(conn)
 
 
 def _pg_messages_sql(target):

@@ -176,8 +176,9 @@ def test_postgres_down_queues_and_the_next_sync_applies_it(histories, pg_db_url,
     with Journal.open() as journal:
         assert [q["target"] for q in purge.queued(journal.conn)] == ["/work/app"]
     assert pg_state(pg_db_url)[1] == 2                         # still there: Postgres was down
-    with Journal.open() as journal, PgStore.open(pg_db_url) as store:
-        assert purge.sync_purges(journal, store) == {"pushed": 1, "applied": 0}
+    report = sync(pg_db_url)                                   # the next sync that reaches Postgres applies it
+    assert report.purges == {"pushed": 1, "applied": 0}
+    with Journal.open() as journal:
         assert purge.queued(journal.conn) == []
     assert pg_state(pg_db_url)[:2] == (["s-other"], 0)
 
@@ -195,9 +196,7 @@ def test_a_purge_reaches_every_machine_and_none_pushes_it_back(histories, pg_db_
         report = purge.purge(purge.Target.of(session="s-secret"), config.load({"database_url": pg_db_url}),
                              journal=journal)
     assert report.postgres == "purged"
-    with Journal.open(b) as journal, PgStore.open(pg_db_url) as store:
-        assert purge.sync_purges(journal, store) == {"pushed": 0, "applied": 1}
-    sync(pg_db_url, b)
+    assert sync(pg_db_url, b).purges == {"pushed": 0, "applied": 1}     # B's own sync, nothing else
     assert pg_state(pg_db_url)[1] == 0
     with Journal.open(b) as journal:
         assert journal.search(SECRET) == []
