@@ -15,7 +15,7 @@ class Budget(EmbeddingProvider):
     def __init__(self, max_input_chars, window=None):
         self.max_input_chars, self.window = max_input_chars, window
 
-    def window_chars(self, text):
+    def window_chars(self, text, kind=None):
         return self.window or self.max_input_chars
 
     def embed_batch(self, texts, kind):
@@ -58,7 +58,7 @@ def test_a_window_that_is_too_large_is_shrunk():
 
 def test_nothing_fits_is_an_error():
     class Never(Budget):
-        def fits(self, text):
+        def fits(self, text, kind=None):
             return False
 
     with pytest.raises(ProviderError, match="does not fit"):

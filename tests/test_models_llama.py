@@ -94,6 +94,13 @@ def test_too_long_input_is_refused_not_truncated(minilm):
         minilm.embed_documents([long_message(5_000)])
 
 
+def test_a_long_query_is_chunked_and_averaged(minilm):
+    query = long_message(3_000)
+    pieces = [piece for _, _, piece in chunk_text(query, minilm)]
+    expected = minilm.embed_documents(pieces).mean(axis=0)
+    np.testing.assert_allclose(minilm.embed_query(query), expected / np.linalg.norm(expected), atol=1e-4)
+
+
 def test_embed_texts_keeps_message_order_and_skips_blank(minilm):
     out = embed_texts(minilm, [SENTENCES[0], "   ", SENTENCES[2]])
     assert [len(chunks) for chunks in out] == [1, 0, 1]

@@ -67,6 +67,9 @@ class Space:
     def key(self):
         return f"{self.provider}/{self.model}/{self.dimensions}/{self.options_json}"
 
+    def __hash__(self):
+        return hash(self.key)
+
     def describe(self):
         """Human form for messages: ``llama mxbai-embed-large (1024 dims)``."""
         extra = f", {self.options_json}" if self.options else ""
@@ -114,8 +117,17 @@ class EmbeddingProvider:
         return self._embed(list(texts), DOCUMENT)
 
     def embed_query(self, text):
-        """Embedding of a search query as a float32 vector (dimensions,)."""
-        return self._embed([text], QUERY)[0]
+        """Embedding of a search query as a float32 vector (dimensions,).
+
+        A query longer than the input window is chunked and its chunk vectors
+        averaged (then normalised): never truncated.
+        """
+        if self.fits(text, QUERY):
+            return self._embed([text], QUERY)[0]
+        from .chunking import chunk_text
+
+        pieces = [piece for _, _, piece in chunk_text(text, self, kind=QUERY)] or [text]
+        return normalize(self._embed(pieces, QUERY).mean(axis=0))
 
     def _embed(self, texts, kind):
         if not texts:
@@ -149,11 +161,11 @@ class EmbeddingProvider:
     def space(self):
         return Space(self.name, self.model_id, int(self.dimensions), self.space_options)
 
-    def fits(self, text):
-        """Whether ``text`` fits the model's input window without truncation."""
+    def fits(self, text, kind=DOCUMENT):
+        """Whether ``text`` (a DOCUMENT or QUERY) fits the model's input window untruncated."""
         return len(text) <= self.max_input_chars
 
-    def window_chars(self, text):
+    def window_chars(self, text, kind=DOCUMENT):
         """Characters per chunk to try first when ``text`` does not fit."""
         return self.max_input_chars
 
@@ -167,4 +179,4 @@ class EmbeddingProvider:
         self.close()
 
     def __repr__(self):
-        return f"<{type(self).__name__} {self.space.describe()}>"
+        return f"<{type(self).__name__} {self.name} {self.model_id}>"

@@ -8,6 +8,7 @@ budget elsewhere) and shrinks it until it does. Boundaries prefer whitespace.
 from collections import namedtuple
 
 from ..errors import ProviderError
+from .base import DOCUMENT
 
 OVERLAP = 0.1     # fraction of a chunk repeated at the start of the next one
 SHRINK = 0.8      # a chunk that does not fit is retried at this fraction of its size
@@ -16,7 +17,7 @@ SNAP_ZONE = 0.2   # look this far back (fraction of the chunk) for a whitespace 
 Chunk = namedtuple("Chunk", "index start end vector")
 
 
-def chunk_text(text, provider, overlap=OVERLAP):
+def chunk_text(text, provider, overlap=OVERLAP, kind=DOCUMENT):
     """``[(start_char, end_char, chunk_text)]`` covering ``text``; [] for blank text.
 
     A text that fits is one chunk; a longer one is split into chunks that each
@@ -24,21 +25,21 @@ def chunk_text(text, provider, overlap=OVERLAP):
     """
     if not text.strip():
         return []
-    if provider.fits(text):
+    if provider.fits(text, kind):
         return [(0, len(text), text)]
-    window = max(1, int(provider.window_chars(text)))
+    window = max(1, int(provider.window_chars(text, kind)))
     chunks, start = [], 0
     while True:
-        end = _fitting_end(text, start, window, provider)
+        end = _fitting_end(text, start, window, provider, kind)
         chunks.append((start, end, text[start:end]))
         if end >= len(text):
             return chunks
         start = _next_start(text, start, end, overlap)
 
 
-def _fitting_end(text, start, window, provider):
+def _fitting_end(text, start, window, provider, kind):
     end = _snap_end(text, start, min(len(text), start + window))
-    while not provider.fits(text[start:end]):
+    while not provider.fits(text[start:end], kind):
         if end - start <= 1:
             raise ProviderError(f"{provider.model_id}: a single character at {start} does not fit the input window")
         end = _snap_end(text, start, start + max(1, int((end - start) * SHRINK)))

@@ -7,11 +7,12 @@ Texts are batched into llama.cpp decodes of up to ``batch_tokens`` tokens.
 
 import os
 import re
+import threading
 
 from .. import paths
 from ..errors import ProviderError, ProviderUnavailable
 from . import ollama_store
-from .base import QUERY, EmbeddingProvider, known_prefixes, require
+from .base import DOCUMENT, QUERY, EmbeddingProvider, known_prefixes, require
 
 DEFAULT_MODEL = "mxbai-embed-large"
 POOLING = ("none", "mean", "cls", "last")
@@ -60,8 +61,9 @@ class LlamaProvider(EmbeddingProvider):
 
     def __init__(self, model=None, dimensions=None, threads=None, batch_tokens=None, pooling=None,
                  query_prefix=None, document_prefix=None, ollama_dir=None):
-        """``threads``: CPU threads (default: half the CPUs); ``batch_tokens``: tokens per llama.cpp decode (default: the model's context length,
-        which measured fastest for BERT-style models; larger batches pay cross-sequence attention).
+        """``threads``: CPU threads (default: half the CPUs). ``batch_tokens``: tokens per
+        llama.cpp decode (default: the model's context length, which measured fastest for
+        BERT-style models; larger batches pay for attention across sequences).
         """
         llama_cpp = require("llama_cpp", "llama", "the llama provider")
         threads = threads or default_threads()
@@ -70,6 +72,7 @@ class LlamaProvider(EmbeddingProvider):
         self.query_prefix = known_query if query_prefix is None else query_prefix
         self.document_prefix = known_document if document_prefix is None else document_prefix
         self.pooling = pooling
+        self._lock = threading.Lock()  # a llama.cpp context serves one call at a time
         self._llm = self._load(llama_cpp, 0, threads)  # n_ctx 0: the model's training context
         self.max_input_tokens = self._llm._model.n_ctx_train()
         if batch_tokens and batch_tokens > self.max_input_tokens:
@@ -123,27 +126,34 @@ class LlamaProvider(EmbeddingProvider):
 
     def count_tokens(self, text):
         """Tokens of ``text`` as the model sees it, special tokens included."""
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+        with self._lock:
+            return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
 
-    def fits(self, text, prefix=None):
-        text = (self.document_prefix if prefix is None else prefix) + text
-        if len(text.encode("utf-8")) + SPECIAL_TOKEN_MARGIN <= self.max_input_tokens:
+    def _prefix(self, kind):
+        return self.query_prefix if kind == QUERY else self.document_prefix
+
+    def _fits_window(self, full_text):
+        if len(full_text.encode("utf-8")) + SPECIAL_TOKEN_MARGIN <= self.max_input_tokens:
             return True
-        return self.count_tokens(text) <= self.max_input_tokens
+        return self.count_tokens(full_text) <= self.max_input_tokens
 
-    def window_chars(self, text):
-        tokens = self.count_tokens(self.document_prefix + text)
+    def fits(self, text, kind=DOCUMENT):
+        return self._fits_window(self._prefix(kind) + text)
+
+    def window_chars(self, text, kind=DOCUMENT):
+        tokens = self.count_tokens(self._prefix(kind) + text)
         return max(1, int(len(text) * self.max_input_tokens / tokens * 0.95))
 
     def embed_batch(self, texts, kind):
-        prefix = self.query_prefix if kind == QUERY else self.document_prefix
+        prefix = self._prefix(kind)
         if prefix:
             texts = [prefix + text for text in texts]
         for text in texts:
-            if not self.fits(text, prefix=""):
+            if not self._fits_window(text):
                 raise ProviderError(f"text of {len(text)} characters exceeds the {self.max_input_tokens}-token "
                                     f"window of {self.model_id}; chunk it first (models.chunk_text)")
-        vectors = self._llm.embed(texts, normalize=False, truncate=False)
+        with self._lock:
+            vectors = self._llm.embed(texts, normalize=False, truncate=False)
         if self.dimensions != self.native_dimensions:
             vectors = [v[:self.dimensions] for v in vectors]
         return vectors
@@ -151,4 +161,5 @@ class LlamaProvider(EmbeddingProvider):
     def close(self):
         llm, self._llm = getattr(self, "_llm", None), None
         if llm is not None:
-            llm.close()
+            with self._lock:
+                llm.close()

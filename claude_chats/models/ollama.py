@@ -7,7 +7,7 @@ back to the older one-text ``POST /api/embeddings`` when the daemon predates it.
 
 from ..errors import ProviderError, ProviderUnavailable
 from . import retry
-from .base import QUERY, EmbeddingProvider, known_prefixes, require
+from .base import DOCUMENT, QUERY, EmbeddingProvider, known_prefixes, require
 
 DEFAULT_MODEL = "mxbai-embed-large"
 DEFAULT_URL = "http://localhost:11434"
@@ -73,8 +73,9 @@ class OllamaProvider(EmbeddingProvider):
     def space_options(self):
         return {"document_prefix": self.document_prefix} if self.document_prefix else {}
 
-    def fits(self, text):
-        return len(self.document_prefix) + len(text) <= self.max_input_chars
+    def fits(self, text, kind=DOCUMENT):
+        prefix = self.query_prefix if kind == QUERY else self.document_prefix
+        return len(prefix) + len(text) <= self.max_input_chars
 
     def embed_batch(self, texts, kind):
         prefix = self.query_prefix if kind == QUERY else self.document_prefix
