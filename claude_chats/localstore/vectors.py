@@ -11,6 +11,7 @@ Vectors of different spaces are never compared: every query names its space.
 import datetime
 import json
 
+import apsw
 import numpy as np
 
 from ..models.base import Space
@@ -66,6 +67,13 @@ def ensure_space(conn, space, canary):
     if space_id is not None:
         return space_id
     load_extension(conn)
+    try:
+        return _create_space(conn, space, canary)
+    except apsw.ConstraintError:  # another process created it meanwhile
+        return find_space(conn, space.key)
+
+
+def _create_space(conn, space, canary):
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     with conn:
         conn.execute(
