@@ -9,6 +9,9 @@ afterwards.
 """
 
 import os
+import pathlib
+import shutil
+import tempfile
 import uuid
 import warnings
 import zlib
@@ -46,9 +49,10 @@ def pg_url(tmp_path_factory):
     import psycopg
 
     url = os.environ.get(TEST_URL_ENV)
-    server = None
+    server, folder = None, None
     if not url:
-        server = _start_pgserver(tmp_path_factory.mktemp("pg") / "data")
+        folder = _data_parent(tmp_path_factory)
+        server = _start_pgserver(folder / "data")
         url = server.get_uri()
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
@@ -58,6 +62,21 @@ def pg_url(tmp_path_factory):
     yield url
     if server is not None:
         server.cleanup()
+    if folder is not None and os.geteuid() == 0:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _data_parent(tmp_path_factory):
+    """Where the data dir goes: pytest's tmp dir, except as root.
+
+    As root, pgserver runs Postgres as a ``pgserver`` user, which must be able
+    to traverse every parent folder; but every pytest session started on the
+    machine resets ``/tmp/pytest-of-root`` to mode 0700, which would cut a
+    running server off its own files. So root gets a folder of its own.
+    """
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return pathlib.Path(tempfile.mkdtemp(prefix="claude-chats-test-pg-"))
+    return tmp_path_factory.mktemp("pg")
 
 
 def with_database(url, name):
