@@ -322,6 +322,16 @@ class Searcher:
         self._canaries = {}
         self._lock = threading.RLock()
 
+    def warm(self):
+        """Load what the first search would need: the embedding model and the journal's vector index."""
+        with self._lock:
+            try:
+                provider = self._get_provider()
+            except (ProviderError, ConfigError):
+                return  # the first search says why
+            if self.local is not None and hasattr(self.local, "warm"):
+                self.local.warm(provider.space.key)
+
     def close(self):
         for thing in (self.remote, self.local, self._provider):
             if thing is not None and hasattr(thing, "close"):

@@ -128,3 +128,13 @@ def test_stores_are_opened_once_in_the_lifespan(journal):
             await client.call_tool("list_recent_sessions", {})
     asyncio.run(go())
     assert opened == [1]
+
+
+def test_stores_that_cannot_open_give_a_tool_error():
+    from claude_chats.errors import JournalError
+
+    def broken():
+        raise JournalError("cannot open the journal /nowhere/journal.db: unable to open database file")
+
+    message = failure(create_server(broken), "list_recent_sessions")
+    assert "cannot open the journal" in message

@@ -201,6 +201,13 @@ class LocalSearch:
             s["vectors"] = bool(s["vectors"])
         return out
 
+    def warm(self, key):
+        """Build the in-memory vector index of space ``key`` now rather than on the first search."""
+        row = self.space(key)
+        if row is not None and row["vectors"]:
+            table, column, _metric = self._vec_table(row["id"])
+            self._space_vectors(row["id"], table, column)
+
     # -- the legs ---------------------------------------------------------------------------
 
     def candidates(self, plan):

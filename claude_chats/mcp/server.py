@@ -121,10 +121,12 @@ def create_server(open_searcher=None):
 
 class Opening:
     """The searcher, opened in a background thread as the server starts: ``tools/list`` does not
-    wait for the stores (or their imports), the first tool call does."""
+    wait for the stores (or their imports), the first tool call does. The same thread then loads
+    the embedding model and the vector index, so the first search does not pay for them."""
 
     def __init__(self, opener):
         self._searcher = self._error = None
+        self._opened = threading.Event()
         self._thread = threading.Thread(target=self._open, args=(opener,), name="chats-open-stores", daemon=True)
         self._thread.start()
 
@@ -133,9 +135,16 @@ class Opening:
             self._searcher = opener()
         except Exception as exc:  # noqa: BLE001 - reported to every tool call
             self._error = exc
+        finally:
+            self._opened.set()
+        if self._searcher is not None:
+            try:
+                self._searcher.warm()
+            except Exception:  # noqa: BLE001 - warming is an optimisation; the search reports errors
+                pass
 
     def get(self):
-        self._thread.join()
+        self._opened.wait()
         if self._error is not None:
             if isinstance(self._error, ClaudeChatsError):
                 raise self._error
