@@ -239,3 +239,23 @@ def test_insecure_remote_url_is_not_used(journal):
     assert result["source"] == "local" and any("without TLS" in n for n in result["notes"])
     with pytest.raises(PostgresUnavailable, match="without TLS"):
         link.backend()
+
+
+def test_semantic_parity_with_the_test_model(tmp_path, pg_db_url, minilm):
+    journal = build_journal(tmp_path)
+    try:
+        sync_corpus(journal, minilm, pg_db_url)
+        backend = open_search(pg_db_url)
+        local = Searcher(LocalSearch(journal), None, lambda: minilm)
+        remote = Searcher(None, _Fixed(backend), lambda: minilm)
+        for sentence, session in (("the database test fails randomly because ids are not reset", "s-migrate"),
+                                  ("another container is already listening on the port", "s-docker"),
+                                  ("the component re-renders forever", "s-react"),
+                                  ("the process was killed for using too much memory", "s-k8s")):
+            a = local.search(sentence, mode="semantic", limit=3, per_session=0)
+            b = remote.search(sentence, mode="semantic", limit=3, per_session=0)
+            assert places(a) == places(b) and a["hits"][0]["session_id"] == session
+            assert a["hits"][0]["scores"]["semantic"] == pytest.approx(b["hits"][0]["scores"]["semantic"], abs=1e-4)
+        backend.close()
+    finally:
+        journal.close()
