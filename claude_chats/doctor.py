@@ -90,6 +90,11 @@ def check_hooks(ctx):
     if broken:
         return Check("hooks", FAIL, f"hook command not executable: {', '.join(broken)}",
                      "chats install (re-points the hooks at the installed record-conversation)")
+    plugins = [name for name, on in (data.get("enabledPlugins") or {}).items()
+               if on and name.split("@")[0] == "claude-chats"]
+    if plugins:
+        return Check("hooks", WARN, f"the hooks are in settings.json and the {plugins[0]} plugin is enabled too: "
+                     "every turn is recorded twice (harmless, slower)", "chats uninstall, or disable the plugin")
     return Check("hooks", PASS, f"{', '.join(install.HOOK_EVENTS)} run {sorted(ours.values())[0][0]}")
 
 
@@ -250,27 +255,29 @@ def check_canary(ctx):
 
 
 def canary_verdict(provider, stored):
+    """``stored``: ``[(store, key, canary)]``. Each store holding vectors must hold the configured model's,
+    and they must reproduce its canary."""
     from .models import check_canary as compare
     from .models.spaces import canary_from_blob
 
     key = provider.space.key
     if not stored:
         return Check("canary", PASS, "no stored vectors yet")
-    mine = [(where, vec) for where, k, vec in stored if k == key]
-    if not mine:
-        others = sorted({k for _w, k, _v in stored})
-        return Check("canary", FAIL, f"stored vectors are of {', '.join(others)}, none of the configured {key}: "
-                     "semantic search has nothing to compare with",
-                     "configure the stored model (chats config set provider/model) or run `chats sync` to embed "
-                     "with the new one")
-    for where, vec in mine:
-        vector = canary_from_blob(vec) if isinstance(vec, bytes) else vec
-        try:
-            compare(provider.space, vector, provider)
-        except Exception as exc:  # noqa: BLE001 - SpaceMismatchError names both models
-            return Check("canary", FAIL, f"{where}: {exc}", "configure the model the vectors were made with")
-    return Check("canary", PASS, f"the configured model reproduces the canary of {key} "
-                 f"({', '.join(sorted({w for w, _v in mine}))})")
+    for where in sorted({w for w, _k, _v in stored}):
+        mine = [vec for w, k, vec in stored if w == where and k == key]
+        if not mine:
+            others = sorted({k for w, k, _v in stored if w == where})
+            return Check("canary", FAIL, f"{where}: stored vectors are of {', '.join(others)}, none of the configured "
+                         f"{key}: semantic search there has nothing to compare with",
+                         "configure the model the vectors were made with (chats config set provider/model), "
+                         "or re-embed the history with the configured one")
+        for vec in mine:
+            try:
+                compare(provider.space, canary_from_blob(vec) if isinstance(vec, bytes) else vec, provider)
+            except Exception as exc:  # noqa: BLE001 - SpaceMismatchError names both models
+                return Check("canary", FAIL, f"{where}: {exc}", "configure the model the vectors were made with")
+    stores = ", ".join(sorted({w for w, _k, _v in stored}))
+    return Check("canary", PASS, f"the configured model reproduces the canary of {key} ({stores})")
 
 
 def local_spaces(ctx):

@@ -129,6 +129,7 @@ def test_dry_run_and_declined_confirmation_remove_nothing(histories):
     result = chats("purge", "--project", "/work/app", input="n\n")
     assert result.exit_code == 1 and "would remove 4 sessions" in result.output
     assert sessions() == before
+    assert "nothing stored for session nope" in chats("purge", "--session", "nope", "--yes").output
     assert CliRunner().invoke(main, ["purge"]).exit_code == 1
     assert "exactly one of" in CliRunner().invoke(main, ["purge", "--session", "a", "--project", "/b"]).output
 

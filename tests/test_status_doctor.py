@@ -150,6 +150,15 @@ def test_doctor_hook_pointing_at_a_removed_executable(healthy):
     assert "/gone/venv/bin/record-conversation" in failing("hooks").detail
 
 
+def test_doctor_hooks_and_the_plugin_both_enabled(healthy):
+    path = install.settings_path()
+    with open(path) as fh:
+        data = json.load(fh)
+    with open(path, "w") as fh:
+        json.dump({**data, "enabledPlugins": {"claude-chats@claude-chats": True}}, fh)
+    assert "recorded twice" in failing("hooks", doctor.WARN).detail
+
+
 def test_doctor_mcp_not_registered(healthy):
     with open(doctor.claude_json_path(), "w") as fh:
         json.dump({"mcpServers": {"other": {"command": "npx", "args": []}}}, fh)

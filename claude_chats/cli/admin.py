@@ -158,6 +158,9 @@ def purge_cmd(session_id, project, dry_run, yes, as_json):
 
     target = purge.Target.of(session_id, project)
     preview = purge.purge(target, dry_run=True)
+    if not preview.local["messages"] and preview.postgres == "not configured":
+        click.echo(f"nothing stored for {preview.target}")
+        return
     if dry_run or not as_json:
         _show_purge(preview, as_json)
     if dry_run:
