@@ -187,3 +187,23 @@ def test_insecure_remote_url_is_refused(journal):
     from claude_chats.errors import InsecureConnectionError
     with pytest.raises(InsecureConnectionError):
         sync(journal, "postgresql://u:pw@db.example.com/chats")
+
+
+def test_a_model_that_does_not_reproduce_the_stored_canary_is_refused(journal, tmp_path, pg_db_url):
+    journal.import_files([str(write_transcript(tmp_path, "s-a", 2))])
+    assert sync(journal, pg_db_url).ok
+    with PgStore.open(pg_db_url) as store:     # same space key, other weights: simulate with another canary
+        store.conn.execute("UPDATE spaces SET canary = %s::vector", (str([1.0] + [0.0] * 31),))
+    journal.import_files([str(write_transcript(tmp_path, "s-b", 2))])
+    report = sync(journal, pg_db_url)
+    assert not report.ok and "canary" in report.errors[0]
+    assert report.pending_after == 2 and report.pushed == 0
+
+
+def test_ivfflat_spaces_get_lists_from_the_row_count(journal, tmp_path, pg_db_url):
+    journal.import_files([str(write_transcript(tmp_path, "s-a", 5))])
+    assert sync(journal, pg_db_url, index_kind="ivfflat").ok
+    with PgStore.open(pg_db_url) as store:
+        (space,) = store.spaces()
+        assert space["index_kind"] == "ivfflat" and store.has_index(space["id"])
+        assert store.conn.execute("SELECT index_lists FROM spaces").fetchone()[0] == 1

@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 
-from ..errors import PostgresError, ProviderError
+from ..errors import PostgresError, ProviderError, SpaceMismatchError
 from . import faults, journal_io
 from .pusher import Pusher
 from .records import Batch, Chunk, Space
@@ -55,14 +55,15 @@ class Syncer:
     ``local`` keeps vectors in the journal (see ``localvec``) or None,
     ``redact`` cleans text before it leaves the machine, ``progress(done,
     total)`` is called after each batch, ``workers`` is the number of
-    Postgres connections pushing batches at once.
+    Postgres connections pushing batches at once, ``index_kind`` ("hnsw" or
+    "ivfflat") the vector index of a space created now.
     """
 
     def __init__(self, journal, provider, store=None, local=None, batch_size=DEFAULT_BATCH,
-                 redact=None, progress=None, workers=DEFAULT_WORKERS):
+                 redact=None, progress=None, workers=DEFAULT_WORKERS, index_kind="hnsw"):
         self.journal, self.provider, self.store, self.local = journal, provider, store, local
         self.batch_size, self.redact, self.progress = max(1, int(batch_size)), redact, progress
-        self.workers = workers
+        self.workers, self.index_kind = workers, index_kind
         self.report = SyncReport()
         self.space = self.space_id = None
 
@@ -79,7 +80,7 @@ class Syncer:
             self._finish_index(deferred)
         except ProviderError as exc:
             self.report.errors.append(f"embedding failed, messages stay pending: {exc}")
-        except PostgresError as exc:
+        except (PostgresError, SpaceMismatchError) as exc:
             self.report.errors.append(str(exc))
         self.report.pending_after = journal_io.pending_count(self.journal.conn)
         self.report.seconds = round(time.monotonic() - started, 3)
@@ -98,7 +99,17 @@ class Syncer:
         if self.local is not None:
             self.local.prepare(space, canary)
         if self.store is not None:
-            self.space_id = self._pg(self.store.ensure_space, self.space)
+            self.space_id = self._pg(self.store.ensure_space, self.space, self.index_kind)
+            self._check_canary(space)
+
+    def _check_canary(self, space):
+        """Refuse to push into a space whose stored canary this model does not reproduce
+        (same name, other weights: the vectors would not be comparable)."""
+        from ..models import check_canary
+
+        stored = self._pg(self.store.space_canary, self.space_id)
+        if stored is not None and len(stored) == len(self.space.canary):
+            check_canary(space, stored, self.provider)
 
     def _sync_purges(self):
         """Purges queued here go to Postgres; every machine's tombstones apply here, before pushing."""

@@ -24,11 +24,13 @@ def open_store(settings):
 
 
 def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
-             batch_size=DEFAULT_BATCH, progress=None, redact=None, lock=True, workers=DEFAULT_WORKERS):
+             batch_size=DEFAULT_BATCH, progress=None, redact=None, lock=True, workers=DEFAULT_WORKERS,
+             index_kind=None):
     """Run one sync under the lock and return its ``SyncReport``.
 
     Anything not given is opened from ``settings`` (``config.load()``) and
-    closed afterwards. Postgres unreachable: the messages are embedded locally
+    closed afterwards. ``index_kind``: the vector index of a new space in
+    Postgres, "hnsw" (default) or "ivfflat". Postgres unreachable: the messages are embedded locally
     and the report says so (the next run retries). Raises ``SyncLocked`` when
     another sync runs, ``InsecureConnectionError`` for a refused URL.
     """
@@ -49,7 +51,8 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
             return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable)
         local = local if local is not None else _local_vectors(journal)
         redact = redact or redactor(settings, provider)
-        report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers).run()
+        report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers,
+                        index_kind or getattr(settings, "pg_index", None) or "hnsw").run()
         if unreachable:
             report.postgres = "unreachable"
             report.errors.insert(0, f"{unreachable} (messages embedded locally; the next sync retries)")

@@ -237,6 +237,11 @@ class PgStore:
         text = " ".join(str(exc).split()) or type(exc).__name__
         return dburl.scrub(text, self.url)
 
+    def space_canary(self, space_id):
+        """The stored canary vector of a space (numpy float32), or None."""
+        row = self.conn.execute("SELECT canary FROM spaces WHERE id = %s", (space_id,)).fetchone()
+        return row[0].to_numpy() if row and row[0] is not None else None
+
     def spaces(self):
         """Every registered space as dicts (key, provider, model, dimensions, options, canary, vectors)."""
         rows = self.conn.execute(
