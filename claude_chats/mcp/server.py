@@ -46,6 +46,7 @@ the local journal; no vectors yet: full text only)."""
 
 Kind = Literal["text", "tool_use", "tool_result", "thinking", "compact_summary", "compact_boundary", "command",
                "meta", "interrupt"]
+OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
@@ -124,13 +125,17 @@ class Opening:
     wait for the stores (or their imports), the first tool call does. The same thread then loads
     the embedding model and the vector index, so the first search does not pay for them."""
 
-    def __init__(self, opener):
+    def __init__(self, opener, grace=OPEN_GRACE):
         self._searcher = self._error = None
-        self._opened = threading.Event()
-        self._thread = threading.Thread(target=self._open, args=(opener,), name="chats-open-stores", daemon=True)
+        self._opened, self._wanted = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._open, args=(opener, grace), name="chats-open-stores",
+                                        daemon=True)
         self._thread.start()
 
-    def _open(self, opener):
+    def _open(self, opener, grace):
+        # Let the main thread answer initialize and tools/list first (imports here would compete with
+        # it for the GIL), unless a tool call wants the stores sooner.
+        self._wanted.wait(grace)
         try:
             self._searcher = opener()
         except Exception as exc:  # noqa: BLE001 - reported to every tool call
@@ -144,6 +149,7 @@ class Opening:
                 pass
 
     def get(self):
+        self._wanted.set()
         self._opened.wait()
         if self._error is not None:
             if isinstance(self._error, ClaudeChatsError):
@@ -152,6 +158,7 @@ class Opening:
         return self._searcher
 
     def close(self):
+        self._wanted.set()
         self._thread.join()
         if self._searcher is not None:
             self._searcher.close()
