@@ -259,3 +259,25 @@ def test_semantic_parity_with_the_test_model(tmp_path, pg_db_url, minilm):
         backend.close()
     finally:
         journal.close()
+
+
+class WideEmbedder(HashEmbedder):
+    """Beyond pgvector's 2,000-dimension index limit: Postgres indexes a halfvec cast."""
+
+    model_id, dimensions = "hash-2048", 2048
+
+
+def test_wide_vectors_use_the_halfvec_index(tmp_path, pg_db_url):
+    journal = build_journal(tmp_path)
+    try:
+        sync_corpus(journal, WideEmbedder(), pg_db_url)
+        backend = open_search(pg_db_url)
+        local = Searcher(LocalSearch(journal), None, WideEmbedder)
+        remote = Searcher(None, _Fixed(backend), WideEmbedder)
+        a = local.search("OOMKilled memory limit", mode="semantic", limit=3, per_session=0)
+        b = remote.search("OOMKilled memory limit", mode="semantic", limit=3, per_session=0)
+        assert places(a) == places(b) and a["hits"][0]["session_id"] == "s-k8s"
+        assert b["hits"][0]["scores"]["semantic"] == pytest.approx(a["hits"][0]["scores"]["semantic"], abs=1e-3)
+        backend.close()
+    finally:
+        journal.close()
