@@ -351,9 +351,11 @@ class Searcher:
         notes = []
         backends = list(self._backends(notes))
         for index, backend in enumerate(backends):
+            before = len(notes)
             try:
                 return action(backend, notes)
             except PostgresUnavailable as exc:
+                del notes[before:]  # what the lost store said no longer applies
                 notes.append(f"Postgres unreachable, answered from the local journal: {exc}")
             except SessionNotFound:
                 if not missing_ok or index == len(backends) - 1:
@@ -405,7 +407,14 @@ class Searcher:
             return ("fulltext",), None, None
         if request.vector is None:
             started = time.perf_counter()
-            request.vector = self._provider.embed_query(request.query)
+            try:
+                request.vector = self._provider.embed_query(request.query)
+            except ProviderError as exc:
+                if request.mode == "semantic":
+                    raise SearchError(f"the embedding model failed, semantic search cannot run: {exc}. "
+                                      "Try mode='fulltext'.") from None
+                notes.append(f"the embedding model failed, hybrid ran full text only: {exc}")
+                return ("fulltext",), None, None
             request.embed_ms = (time.perf_counter() - started) * 1e3
         legs = ("semantic",) if request.mode == "semantic" else LEGS
         return legs, request.vector, space["id"]

@@ -205,33 +205,41 @@ def embed_timing(model):
             f"p95 {seconds[int(0.95 * (len(seconds) - 1))]:.1f} ms")
 
 
-def mcp_startup(home, runs=3):
+BARE_SERVER = """
+from fastmcp import FastMCP
+server = FastMCP("bare")
+
+@server.tool
+def echo(text: str) -> str:
+    return text
+
+server.run(show_banner=False, log_level="WARNING")
+"""
+
+
+def first_tools_list(command, args, env, runs=3):
+    """Seconds from spawning an MCP server over stdio to its first answered tools/list (sorted runs)."""
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    chats = pathlib.Path(sys.executable).with_name("chats")
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CLAUDE_CHATS_DB_URL")}
-    env["CLAUDE_CHATS_HOME"] = home
-
     async def once():
         started = time.perf_counter()
-        async with Client(StdioTransport(str(chats), ["mcp"], env=env, keep_alive=False)) as client:
+        async with Client(StdioTransport(command, args, env=env, keep_alive=False)) as client:
             await client.list_tools()
             return time.perf_counter() - started
 
     return sorted(asyncio.run(once()) for _ in range(runs))
 
 
-def import_floor(runs=3):
-    """Seconds to start Python and import fastmcp: the part of the MCP start-up that is not ours."""
-    import subprocess
-
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import fastmcp"], check=True)
-        times.append(time.perf_counter() - started)
-    return sorted(times)[runs // 2]
+def mcp_startup(home, folder):
+    """``chats mcp`` on the benchmark journal, and a bare FastMCP server for comparison."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CLAUDE_CHATS_DB_URL")}
+    env["CLAUDE_CHATS_HOME"] = home
+    bare = os.path.join(folder, "bare_server.py")
+    with open(bare, "w") as fh:
+        fh.write(BARE_SERVER)
+    chats = first_tools_list(str(pathlib.Path(sys.executable).with_name("chats")), ["mcp"], env)
+    return chats, first_tools_list(sys.executable, [bare], env)
 
 
 def start_postgres(folder, shared_buffers):
@@ -305,10 +313,10 @@ def main():
             home = os.path.join(tmp, "home")
             os.makedirs(home)
             os.replace(os.path.join(tmp, "journal.db"), os.path.join(home, "journal.db"))
-            runs = mcp_startup(home)
-            print(f"chats mcp: spawn to first tools/list answered: median {runs[len(runs) // 2]:.2f} s "
-                  f"(runs: {', '.join(f'{r:.2f}' for r in runs)}); python -c 'import fastmcp' alone: "
-                  f"{import_floor():.2f} s")
+            runs, bare = mcp_startup(home, tmp)
+            print(f"chats mcp: spawn to first tools/list answered: median {runs[1]:.2f} s "
+                  f"(runs: {', '.join(f'{r:.2f}' for r in runs)}); a bare FastMCP server with one tool: "
+                  f"median {bare[1]:.2f} s")
 
 
 if __name__ == "__main__":

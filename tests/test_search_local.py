@@ -239,3 +239,15 @@ def test_in_memory_index_agrees_with_sqlite_vec(journal):
     journal.conn.execute(f"DELETE FROM vec_{vectors.space_id} WHERE rowid IN ({','.join(map(str, purged))})")
     indexed.search("zebra crossing at night", mode="semantic")
     assert len(state.index) == state.count
+
+
+def test_embedding_failure_mid_search_degrades_hybrid(journal):
+    sync_corpus(journal, HashEmbedder())
+    failing = HashEmbedder()
+    searcher = local_searcher(journal, lambda: failing)
+    searcher.search("docker port", mode="semantic")   # model loaded, canary checked
+    failing.fail = True
+    result = searcher.search("docker port")
+    assert result["modes_run"] == ["fulltext"] and any("model failed" in n for n in result["notes"])
+    with pytest.raises(SearchError, match="model failed"):
+        searcher.search("docker port", mode="semantic")
