@@ -136,11 +136,9 @@ def main():
     args = parser.parse_args()
     model = args.model
     if model is None:
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("build_test_model", os.path.join(os.path.dirname(__file__), "build_test_model.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        model = module.build()
+        from build_test_model import build  # beside this script
+
+        model = build()
     bench_throughput(model, make_texts(args.texts), args.threads, args.batch_tokens, args.repeat)
     if args.storage:
         bench_storage()
