@@ -6,8 +6,9 @@ from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchE
 from claude_chats.localstore.search import LocalSearch, fts_match
 from claude_chats.search import Candidate, Searcher, cap_per_session, fuse
 from tests.fixtures_pg import HashEmbedder
+from claude_chats.localstore import vectors
 from claude_chats.models import Chunk
-from tests.test_search_support import JournalVectors, build_journal, local_searcher, sessions_of, sync_corpus
+from tests.test_search_support import build_journal, local_searcher, sessions_of, sync_corpus
 
 
 class OtherEmbedder(HashEmbedder):
@@ -228,16 +229,14 @@ def test_in_memory_index_agrees_with_sqlite_vec(journal):
     state = next(iter(indexed_backend._spaces_seen.values()))
     assert len(state.index) == state.count
     message = journal.conn.execute("SELECT id FROM messages WHERE session_id = 's-rust'").fetchall()[0][0]
-    vectors = JournalVectors(journal)
-    vectors.prepare(HashEmbedder().space, HashEmbedder().embed_documents(["x"])[0])
-    vectors.save({message: [Chunk(1, 0, 4, HashEmbedder().embed_query("zebra crossing at night"))]})
+    space_id = vectors.find_space(journal.conn, HashEmbedder().space.key)
+    zebra = HashEmbedder().embed_query("zebra crossing at night")
+    vectors.write_message_vectors(journal.conn, space_id, message, [Chunk(0, 0, 4, zebra)])
     top = indexed.search("zebra crossing at night", mode="semantic", limit=1, per_session=0)["hits"][0]
     assert (top["session_id"], top["chunk"]) == ("s-rust", {"start": 0, "end": 4})
-    assert len(state.index) == state.count
-    purged = [r[0] for r in journal.conn.execute("SELECT id FROM chunks WHERE message_id = ?", (message,))]
-    journal.conn.execute("DELETE FROM chunks WHERE message_id = ?", (message,))
-    journal.conn.execute(f"DELETE FROM vec_{vectors.space_id} WHERE rowid IN ({','.join(map(str, purged))})")
-    indexed.search("zebra crossing at night", mode="semantic")
+    assert len(state.index) == state.count + 1  # the replaced chunk's vector stays until a rebuild
+    vectors.delete_message_vectors(journal.conn, [message])
+    assert indexed.search("zebra crossing at night", mode="semantic", limit=1)["hits"][0]["session_id"] != "s-rust"
     assert len(state.index) == state.count
 
 

@@ -2,14 +2,10 @@
 
 ``build_journal(folder)`` imports the corpus into a journal through the real
 import path; ``sync_corpus(journal, provider, url)`` runs the real ``chats
-sync`` engine, which keeps the vectors in the journal (``JournalVectors``)
+sync`` engine, which keeps the vectors in the journal (sqlite-vec, ``localvec``)
 and pushes messages and vectors to Postgres when ``url`` is given. Both stores
 then hold the same messages and the same vectors.
 """
-
-import json
-
-import numpy as np
 
 from claude_chats import config
 from claude_chats.localstore.journal import Journal
@@ -88,42 +84,9 @@ def build_journal(folder):
     return journal
 
 
-class JournalVectors:
-    """The local vector store sync expects (``prepare``/``load``/``save``), over the journal's
-    ``spaces``, ``chunks`` and sqlite-vec ``vec_<space id>`` tables."""
-
-    def __init__(self, journal):
-        self.conn = journal.conn
-        LocalSearch(journal)._load_vec()
-        self.space_id = None
-
-    def prepare(self, space, canary):
-        self.conn.execute(
-            "INSERT OR IGNORE INTO spaces (key, provider, model, dimensions, options, canary, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, '2026-01-01T00:00:00Z')",
-            (space.key, space.provider, space.model, space.dimensions, json.dumps(space.options),
-             np.asarray(canary, dtype=np.float32).tobytes()))
-        self.space_id = self.conn.execute("SELECT id FROM spaces WHERE key = ?", (space.key,)).fetchall()[0][0]
-        self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_{self.space_id} "
-                          f"USING vec0(embedding float[{int(space.dimensions)}] distance_metric=cosine)")
-
-    def load(self, message_ids):
-        return {}
-
-    def save(self, chunks_by_message):
-        with self.conn:
-            for message_id, chunks in chunks_by_message.items():
-                for c in chunks:
-                    self.conn.execute("INSERT INTO chunks (space_id, message_id, chunk_index, start_char, end_char) "
-                                      "VALUES (?, ?, ?, ?, ?)", (self.space_id, message_id, c.index, c.start, c.end))
-                    rowid = self.conn.last_insert_rowid()
-                    self.conn.execute(f"INSERT INTO vec_{self.space_id} (rowid, embedding) VALUES (?, ?)",
-                                      (rowid, np.asarray(c.vector, dtype=np.float32).tobytes()))
-
-
 def sync_corpus(journal, provider, url=None):
     settings = config.load({"database_url": url} if url else None)
-    report = run_sync(settings, journal=journal, provider=provider, local=JournalVectors(journal), lock=False)
+    report = run_sync(settings, journal=journal, provider=provider, lock=False)
     assert not url or report.ok, report.errors
     return report
 

@@ -319,17 +319,11 @@ class LocalSearch:
         return self._vec_tables[space_id]
 
     def _load_vec(self):
-        if self._vec_loaded:
-            return
-        try:
+        if not self._vec_loaded:
             from . import vectors
+
             vectors.load_extension(self.conn)
-        except ImportError:  # the vectors module has not landed: load sqlite-vec directly
-            import sqlite_vec
-            self.conn.enable_load_extension(True)
-            self.conn.load_extension(sqlite_vec.loadable_path())
-            self.conn.enable_load_extension(False)
-        self._vec_loaded = True
+            self._vec_loaded = True
 
     # -- hits -----------------------------------------------------------------------------
 
