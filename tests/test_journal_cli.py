@@ -50,16 +50,16 @@ def test_import_default_folder_then_again_is_idempotent(projects):
 
 def test_search_finds_with_context_and_filters(projects):
     chats("import")
-    hits = json.loads(chats("search", "ECONNREFUSED", "--json").output)
+    hits = json.loads(chats("search", "ECONNREFUSED", "--json").output)["hits"]
     assert [h["session_id"] for h in hits] == ["s-a"]
-    assert hits[0]["seq"] == 0 and "«ECONNREFUSED»" in hits[0]["snippet"]
+    assert hits[0]["seq"] == 0 and "ECONNREFUSED" in hits[0]["text"]
     assert [c["seq"] for c in hits[0]["context"]] == [1, 2]
-    both = json.loads(chats("search", "postgres", "--json").output)
+    both = json.loads(chats("search", "postgres", "--json").output)["hits"]
     assert {h["session_id"] for h in both} == {"s-a", "s-b"}
-    only = json.loads(chats("search", "postgres", "--project", "/work", "--json").output)
+    only = json.loads(chats("search", "postgres", "--project", "/work", "--json").output)["hits"]
     assert {h["session_id"] for h in only} == {"s-a"}
-    tool = json.loads(chats("search", "test_sync", "--json").output)
-    assert any(h["kind"] == "tool_use" and h["content"].startswith("[Bash] pytest") for h in tool)
+    tool = json.loads(chats("search", "test_sync", "--json").output)["hits"]
+    assert any(h["kind"] == "tool_use" and h["text"].startswith("[Bash] pytest") for h in tool)
 
 
 @pytest.mark.parametrize("query", [
