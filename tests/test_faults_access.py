@@ -1,0 +1,234 @@
+"""Access: what claude-chats writes is the owner's only, and no credential reaches any output or file.
+
+Every file and folder created by the hook, import, sync, search, status and
+doctor is owner-only (files 0600, folders 0700), in the one-folder layout
+(CLAUDE_CHATS_HOME) and the XDG layout. With a database password and an API
+key configured and both services failing, every command's output (text and
+``--json``), the hook and sync logs, the config file and the journal's own
+bytes are searched for them.
+"""
+
+import http.server
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+from urllib.parse import quote
+
+import pytest
+from click.testing import CliRunner
+
+from claude_chats import paths
+from claude_chats.cli import main
+from tests import lines
+from tests.test_fuzz_hook import run_hook
+
+PASSWORD = "Pw-0f-the-DB:s3cr@t/x"          # URL-special characters: it appears percent-encoded in the URL
+API_KEY = "sk-proj-" + "TestOnlyNotAKey" * 4
+SECRETS = (PASSWORD, quote(PASSWORD, safe=""), API_KEY)
+
+
+def _seed(tmp_path):
+    transcript = tmp_path / "projects" / "sess-1.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(lines.encode(*lines.conversation(6)))
+    run_hook(json.dumps({"session_id": "sess-1", "transcript_path": str(transcript)}).encode())
+    return transcript
+
+
+def _modes(*roots):
+    found = {}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                found[path] = stat.S_IMODE(os.lstat(path).st_mode)
+            found[folder] = stat.S_IMODE(os.lstat(folder).st_mode)
+    return found
+
+
+def _every_command(tmp_path, transcript):
+    """Run what a person runs; return the outputs."""
+    outputs = []
+    for args in (["import", str(transcript.parent)], ["sync", "--json"], ["sync"], ["status", "--json"], ["status"],
+                 ["doctor", "--json"], ["doctor"], ["config", "show", "--json"], ["config", "show"],
+                 ["search", "quick brown fox", "--json"], ["search", "quick brown fox"],
+                 ["search", "fox", "--mode", "semantic"], ["sessions", "--json"], ["show", "sess-1", "--json"]):
+        result = CliRunner().invoke(main, args)
+        assert not isinstance(result.exception, (AssertionError, KeyError)), result.exception
+        outputs.append((args, result.output + getattr(result, "stderr", "")))
+    background = subprocess.run([sys.executable, "-m", "claude_chats.sync", "--background"], capture_output=True,
+                                text=True, timeout=120)
+    outputs.append((["background sync"], background.stdout + background.stderr))
+    return outputs
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """An embedding API that refuses the key at once, as OpenAI does: 401 (not retried), key masked."""
+
+    echo = False
+
+    def do_POST(self):
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        shown = key if self.echo else key[:8] + "*" * 20 + key[-4:]
+        body = json.dumps({"error": {"message": f"Incorrect API key provided: {shown}.", "type":
+                                     "invalid_request_error", "code": "invalid_api_key"}}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def embedding_api():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", _Refusing
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def secrets_configured(monkeypatch, embedding_api):
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://chats:{quote(PASSWORD, safe='')}@127.0.0.1:9/chats")
+    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", "openai")
+    monkeypatch.setenv("CLAUDE_CHATS_MODEL", "text-embedding-3-small")
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", embedding_api[0])
+    return embedding_api[1]
+
+
+def test_no_credential_in_any_output_log_or_file(tmp_path, secrets_configured):
+    transcript = _seed(tmp_path)
+    outputs = _every_command(tmp_path, transcript)
+    for args, text in outputs:
+        for secret in SECRETS:
+            assert secret not in text, f"`chats {' '.join(args)}` printed a credential:\n{text}"
+    roots = [paths.data_dir(), paths.log_dir(), paths.config_dir()]
+    for path in _modes(*roots):
+        if os.path.isfile(path):
+            with open(path, "rb") as fh:
+                data = fh.read()
+            for secret in SECRETS:
+                assert secret.encode() not in data, f"{path} holds a credential"
+    assert any("127.0.0.1" in text or "Postgres" in text for _, text in outputs)   # the failures were reported
+    assert any("API key" in text for _, text in outputs)
+
+
+@pytest.mark.xfail(strict=True, reason="provider errors are passed on verbatim: an API that echoes the key in its "
+                                       "error message has it printed by chats sync/doctor and written to the "
+                                       "journal's last_sync state (models/openai.py error text; redact.redact "
+                                       "would scrub it)")
+def test_a_key_echoed_by_the_provider_is_not_printed(tmp_path, secrets_configured):
+    secrets_configured.echo = True
+    try:
+        outputs = _every_command(tmp_path, _seed(tmp_path))
+    finally:
+        secrets_configured.echo = False
+    leaks = [args for args, text in outputs if API_KEY in text]
+    assert not leaks, leaks
+
+
+def test_a_remote_database_without_tls_is_refused_with_the_password_masked(tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://chats:{quote(PASSWORD, safe='')}@db.example.com/chats")
+    _seed(tmp_path)
+    for args in (["sync", "--json"], ["sync"], ["status", "--json"], ["search", "fox", "--json"]):
+        result = CliRunner().invoke(main, args)
+        text = result.output + result.stderr
+        assert "TLS" in text or "sslmode" in text, (args, text)
+        for secret in SECRETS:
+            assert secret not in text, (args, text)
+
+
+@pytest.mark.parametrize("layout", ["home", "xdg"])
+def test_everything_written_is_owner_only(tmp_path, monkeypatch, layout, secrets_configured):
+    if layout == "xdg":
+        monkeypatch.delenv("CLAUDE_CHATS_HOME")
+        for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+            monkeypatch.setenv(var, str(tmp_path / var.lower()))
+    os.umask(0o022)                       # a usual umask: what is private must be made so on purpose
+    transcript = _seed(tmp_path)
+    run_hook(b"not json")                  # the hook log
+    CliRunner().invoke(main, ["config", "set", "sync_interval", "600"])
+    _every_command(tmp_path, transcript)
+    roots = [r for r in {paths.data_dir(), paths.log_dir(), paths.config_dir()} if os.path.exists(r)]
+    modes = _modes(*roots)
+    assert any(p.endswith("journal.db") for p in modes) and any(p.endswith("hook.log") for p in modes)
+    loose = {p: oct(m) for p, m in modes.items()
+             if (m & 0o077) and not (os.path.isdir(p) and p not in roots and _is_parent_of_ours(p, roots))}
+    assert not loose, loose
+
+
+def _is_parent_of_ours(path, roots):
+    return any(r.startswith(path + os.sep) for r in roots)
+
+
+# -- secrets in the conversations themselves: redacted before they leave the machine --------------
+
+def _conversation_with_secrets(tmp_path):
+    from tests import redaction_corpus
+
+    samples = redaction_corpus.SECRETS[:12]
+    convo = [lines.user(f"here is my config: {s.text}", session="leaky") if i % 2 == 0 else
+             lines.assistant(f"noted, the value is {s.text}", session="leaky") for i, s in enumerate(samples)]
+    transcript = tmp_path / "projects" / "leaky.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    transcript.write_bytes(lines.encode(*convo))
+    run_hook(json.dumps({"session_id": "leaky", "transcript_path": str(transcript)}).encode())
+    return samples
+
+
+def _postgres_text(url):
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT content FROM messages").fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def test_sync_with_redaction_pushes_placeholders_and_the_journal_keeps_the_original(tmp_path, pg_db_url):
+    from claude_chats import config, redact
+    from claude_chats.localstore.journal import Journal
+    from claude_chats.sync.runner import run_sync
+    from tests.fixtures_pg import HashEmbedder
+
+    samples = _conversation_with_secrets(tmp_path)
+    with Journal.open() as journal:
+        report = run_sync(config.load({"database_url": pg_db_url}), journal=journal, provider=HashEmbedder(),
+                          redact=redact.redact, lock=False)
+        assert report.ok, report.errors
+        local = "\n".join(m["content"] for m in journal.messages("leaky"))
+    remote = _postgres_text(pg_db_url)
+    for s in samples:
+        assert s.secret not in remote and s.secret in local
+    assert remote.count("[REDACTED:") >= len(samples)
+
+
+@pytest.mark.xfail(strict=True, reason="sync/runner.py run_sync passes redact=None to Syncer unless a caller gives "
+                                       "one: with the redact setting on (the default) `chats sync` pushes secrets "
+                                       "to Postgres and to a remote embedding API (wiring of redact.redact pending)")
+def test_default_sync_pushes_no_secret(tmp_path, pg_db_url, monkeypatch):
+    from tests.fixtures_pg import HashEmbedder
+    from claude_chats import models
+
+    class Provider(HashEmbedder):
+        def __init__(self, **_settings):
+            super().__init__()
+
+    monkeypatch.setitem(models.PROVIDERS, "test-hash", Provider)
+    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", "test-hash")
+    monkeypatch.setenv("DATABASE_URL", pg_db_url)
+    samples = _conversation_with_secrets(tmp_path)
+    result = CliRunner().invoke(main, ["sync", "--json"], catch_exceptions=False)
+    assert json.loads(result.output)["ok"], result.output
+    remote = _postgres_text(pg_db_url)
+    assert not [s.name for s in samples if s.secret in remote]
