@@ -115,7 +115,7 @@ def test_fuzzed_transcripts_and_payload_fields(seeded, session, event, data, whe
 def test_transcript_path_to_a_fifo_does_not_block_the_hook(tmp_path):
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
-    run_hook(json.dumps({"session_id": "s", "transcript_path": str(fifo)}).encode(), timeout=3)
+    run_hook(json.dumps({"session_id": "s", "transcript_path": str(fifo)}).encode(), timeout=2)
 
 
 def _limit_memory():
@@ -125,7 +125,7 @@ def _limit_memory():
 @pytest.mark.xfail(strict=True, reason="writer._read_lines reads on until a newline or EOF: /dev/zero (a "
                                        "character device) makes the hook read forever and grow without bound")
 def test_transcript_path_to_a_device_does_not_hang_the_hook():
-    run_hook(json.dumps({"session_id": "s", "transcript_path": "/dev/zero"}).encode(), timeout=3,
+    run_hook(json.dumps({"session_id": "s", "transcript_path": "/dev/zero"}).encode(), timeout=2,
              preexec_fn=_limit_memory)
 
 

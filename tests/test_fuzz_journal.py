@@ -73,7 +73,7 @@ def _file(root, name):
 
 
 @seed(201)
-@fuzz_settings(40, 1_500)
+@fuzz_settings(25, 1_500)
 @given(st.lists(st.tuples(st.sampled_from(FILE_NAMES[:4]), safe_transcript_bytes), min_size=1, max_size=6))
 def test_piecewise_ingest_keeps_the_journal_consistent_and_loses_nothing(steps):
     with tempfile.TemporaryDirectory() as root:
