@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from claude_chats import paths
 from claude_chats.cli import main
 from tests import lines
+from tests.fixtures_pg import HashEmbedder
 from tests.test_fuzz_hook import run_hook
 
 PASSWORD = "Pw-0f-the-DB:s3cr@t/x"          # URL-special characters: it appears percent-encoded in the URL
@@ -199,7 +200,6 @@ def test_sync_with_redaction_pushes_placeholders_and_the_journal_keeps_the_origi
     from claude_chats import config, redact
     from claude_chats.localstore.journal import Journal
     from claude_chats.sync.runner import run_sync
-    from tests.fixtures_pg import HashEmbedder
 
     samples = _conversation_with_secrets(tmp_path)
     with Journal.open() as journal:
@@ -217,7 +217,6 @@ def test_sync_with_redaction_pushes_placeholders_and_the_journal_keeps_the_origi
                                        "one: with the redact setting on (the default) `chats sync` pushes secrets "
                                        "to Postgres and to a remote embedding API (wiring of redact.redact pending)")
 def test_default_sync_pushes_no_secret(tmp_path, pg_db_url, monkeypatch):
-    from tests.fixtures_pg import HashEmbedder
     from claude_chats import models
 
     class Provider(HashEmbedder):
@@ -232,3 +231,68 @@ def test_default_sync_pushes_no_secret(tmp_path, pg_db_url, monkeypatch):
     assert json.loads(result.output)["ok"], result.output
     remote = _postgres_text(pg_db_url)
     assert not [s.name for s in samples if s.secret in remote]
+
+
+# -- the Postgres role at run time -------------------------------------------------------------
+
+RUNTIME_GRANTS = """
+GRANT CONNECT ON DATABASE {db} TO {role};
+GRANT USAGE ON SCHEMA public TO {role};
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role};
+"""
+
+
+def test_sync_and_search_run_as_a_role_without_superuser_or_ddl_rights(tmp_path, pg_db_url):
+    """The migrations (and each new embedding space) as the owner; everyday sync and search as a role
+    with SELECT/INSERT/UPDATE/DELETE only (RELIABILITY.md documents the grants)."""
+    import uuid as uuidlib
+
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from claude_chats import config
+    from claude_chats.localstore.journal import Journal
+    from claude_chats.search import Searcher
+    from claude_chats.sync.pgsearch import open_search
+    from claude_chats.sync.runner import run_sync
+    from tests.test_faults_kill import Transcripts, hook_payload
+    from tests.test_search_pg import _Fixed
+
+    transcripts = Transcripts(tmp_path / "projects", sessions=1, agents=0)
+    transcripts.grow(10)
+    run_hook(hook_payload(transcripts, "sess-0"))
+    with Journal.open() as journal:        # the owner: migrations, the space and its vector table
+        assert run_sync(config.load({"database_url": pg_db_url}), journal=journal, provider=HashEmbedder(),
+                        lock=False).ok
+    role, db = f"chats_rt_{uuidlib.uuid4().hex[:8]}", conninfo_to_dict(pg_db_url)["dbname"]
+    with psycopg.connect(pg_db_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE")
+        admin.execute(RUNTIME_GRANTS.format(db=db, role=role))
+    runtime_url = make_conninfo(pg_db_url, user=role)
+    try:
+        transcripts.grow(40)
+        run_hook(hook_payload(transcripts, "sess-0"))
+        with Journal.open() as journal:
+            report = run_sync(config.load({"database_url": runtime_url}), journal=journal, provider=HashEmbedder(),
+                              lock=False)
+            assert report.ok and report.pushed == 40, report.errors
+            assert journal.counts()["pending"] == 0
+            # A new embedding space needs a new vector table: the owner's job, refused in one line.
+            other = run_sync(config.load({"database_url": runtime_url}), journal=journal, provider=_OtherModel(),
+                             lock=False)
+            assert not other.ok and any("permission denied" in e and "\n" not in e for e in other.errors), other.errors
+        backend = open_search(runtime_url)
+        try:
+            result = Searcher(None, _Fixed(backend), HashEmbedder).search("sess-0 main message 42", mode="hybrid")
+            assert result["source"] == "postgres" and result["hits"], result["notes"]
+        finally:
+            backend.close()
+    finally:
+        with psycopg.connect(pg_db_url, autocommit=True) as admin:
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
+
+
+class _OtherModel(HashEmbedder):
+    model_id = "hash-32-other"
