@@ -101,6 +101,8 @@ def test_reading_and_listing_answer_any_ids_and_ranges(searcher, session, start,
 class _TestProvider(HashEmbedder):
     """The test embedder under a provider name the CLI can be configured with."""
 
+    default_model = "hash-32"
+
     def __init__(self, **_settings):
         super().__init__()
 
@@ -185,6 +187,39 @@ def test_show_with_a_sequence_number_beyond_64_bits_is_a_one_line_error(cli_jour
     result = CliRunner().invoke(main, ["show", "s-migrate", option, str(2**63)])
     assert isinstance(result.exception, SystemExit) and result.exit_code in (1, 2), repr(result.exception)
     assert [line for line in result.stderr.splitlines() if line.startswith("Error")], result.stderr
+
+
+admin_calls = st.one_of(
+    st.builds(lambda k, v: ["config", "set", k, v], st.one_of(st.sampled_from(
+        ["provider", "model", "dimensions", "threads", "sync_interval", "redact", "database_url",
+         "allow_insecure_remote", "nope", ""]), st.text(max_size=12)), st.one_of(st.sampled_from(
+        ["", "0", "-1", "1e9", "off", "5m", "yes", "maybe", "postgresql://u:p@h/db", "llama", "x" * 500]),
+        st.text(max_size=20))),
+    st.builds(lambda k: ["config", "unset", k], st.one_of(st.sampled_from(["model", "nope"]), st.text(max_size=8))),
+    st.builds(lambda how, target, flags: ["purge", how, target] + flags, st.sampled_from(["--session", "--project"]),
+              st.one_of(st.sampled_from(HOSTILE_IDS + HOSTILE_PATHS + ["s-long", "/work/gamma"]), st.text(max_size=12)),
+              st.sampled_from([["--dry-run"], ["--yes"], ["--dry-run", "--json"], ["--yes", "--json"]])),
+    st.sampled_from([["status", "--offline"], ["status", "--offline", "--json"], ["models", "list"],
+                     ["models", "check"], ["config", "show", "--json"], ["install", "--print"],
+                     ["uninstall", "--print"], ["purge", "--yes"], ["purge"]]),
+    st.builds(lambda opt, value: ["install", "--print", opt, value],
+              st.sampled_from(["--provider", "--model", "--database-url", "--schedule"]),
+              st.one_of(st.sampled_from(["off", "5m", "nonsense", "openai", "http://x:y@remote/db"]),
+                        st.text(max_size=15))),
+)
+
+
+@seed(405)
+@fuzz_settings(40, 1_000)
+@given(admin_calls.filter(_no_null))
+def test_every_admin_command_answers_or_gives_a_one_line_error(cli_journal, args):
+    result = chats(*args)
+    assert "Traceback" not in result.output
+    if result.exit_code != 0:
+        assert result.exit_code in (1, 2), (args, result.exit_code, result.output)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+        assert len(errors) == 1 and one_line(errors[0]), (args, result.stderr)
+    check_journal(paths.journal_path())
 
 
 # -- MCP -------------------------------------------------------------------------------------
