@@ -242,13 +242,33 @@ def _loads(raw):
     except UnicodeDecodeError:
         text = raw.decode("utf-8-sig", "replace")
     try:
-        return jsonl.loads(text)
+        obj = jsonl.loads(text)
     except (ValueError, RecursionError):
-        pass
-    try:
-        return jsonl.loads(text.replace("\x00", ""), strict=False)
-    except (ValueError, RecursionError):
-        return _INVALID
+        try:
+            obj = jsonl.loads(text.replace("\x00", ""), strict=False)
+        except (ValueError, RecursionError):
+            return _INVALID
+    if b"\\ud" in raw or b"\\uD" in raw:  # a JSON escape of a surrogate: a lone one cannot be stored as UTF-8
+        obj = _without_lone_surrogates(obj)
+    return obj
+
+
+def _without_lone_surrogates(value, depth=0):
+    """``value`` with each unpaired surrogate (from an escape like ``\\ud800``) replaced by U+FFFD."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if depth > 64:
+        return value
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k, depth + 1): _without_lone_surrogates(v, depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v, depth + 1) for v in value]
+    return value
 
 
 def _torn_tail(raw, tries=64):

@@ -165,10 +165,6 @@ SURROGATE_LINES = {   # a JSON escape of a lone surrogate, as JSON.stringify wri
 }
 
 
-@pytest.mark.xfail(strict=True, reason="transcript/writer: a lone surrogate from a JSON escape reaches apsw, which "
-                                       "raises UnicodeEncodeError: the chunk's transaction fails, the cursor never "
-                                       "passes the line, so that line and every later line of the file are lost "
-                                       "(the hook logs the same error every turn; chats import dies with a traceback)")
 @pytest.mark.parametrize("where", sorted(SURROGATE_LINES))
 def test_a_lone_surrogate_escape_does_not_block_the_file(tmp_path, where):
     path = tmp_path / "s.jsonl"

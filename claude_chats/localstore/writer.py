@@ -8,6 +8,7 @@ because the message uuid is the identity.
 """
 
 import os
+import stat
 import time
 
 from .. import transcript
@@ -50,6 +51,8 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
         st = os.stat(path)
     except FileNotFoundError:
         return stats
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the hook, a device never end
+        raise OSError(f"not a regular file: {path}")
     cursor = _cursor(conn, path)
     if cursor and cursor[1] == st.st_dev and cursor[2] == st.st_ino and cursor[3] == st.st_size:
         return stats  # nothing new: no write transaction at all
