@@ -20,10 +20,13 @@ from urllib.parse import quote
 import pytest
 from click.testing import CliRunner
 
-from claude_chats import paths
+from claude_chats import config, models, paths, redact
 from claude_chats.cli import main
-from tests import lines
+from claude_chats.localstore.journal import Journal
+from claude_chats.sync.runner import run_sync
+from tests import lines, redaction_corpus
 from tests.fixtures_pg import HashEmbedder
+from tests.test_faults_kill import Transcripts, hook_payload
 from tests.test_fuzz_hook import run_hook
 
 PASSWORD = "Pw-0f-the-DB:s3cr@t/x"          # URL-special characters: it appears percent-encoded in the URL
@@ -176,8 +179,6 @@ def _is_parent_of_ours(path, roots):
 # -- secrets in the conversations themselves: redacted before they leave the machine --------------
 
 def _conversation_with_secrets(tmp_path):
-    from tests import redaction_corpus
-
     samples = redaction_corpus.SECRETS[:12]
     convo = [lines.user(f"here is my config: {s.text}", session="leaky") if i % 2 == 0 else
              lines.assistant(f"noted, the value is {s.text}", session="leaky") for i, s in enumerate(samples)]
@@ -197,10 +198,6 @@ def _postgres_text(url):
 
 
 def test_sync_with_redaction_pushes_placeholders_and_the_journal_keeps_the_original(tmp_path, pg_db_url):
-    from claude_chats import config, redact
-    from claude_chats.localstore.journal import Journal
-    from claude_chats.sync.runner import run_sync
-
     samples = _conversation_with_secrets(tmp_path)
     with Journal.open() as journal:
         report = run_sync(config.load({"database_url": pg_db_url}), journal=journal, provider=HashEmbedder(),
@@ -217,8 +214,6 @@ def test_sync_with_redaction_pushes_placeholders_and_the_journal_keeps_the_origi
                                        "one: with the redact setting on (the default) `chats sync` pushes secrets "
                                        "to Postgres and to a remote embedding API (wiring of redact.redact pending)")
 def test_default_sync_pushes_no_secret(tmp_path, pg_db_url, monkeypatch):
-    from claude_chats import models
-
     class Provider(HashEmbedder):
         def __init__(self, **_settings):
             super().__init__()
@@ -262,44 +257,45 @@ def _runtime_role(pg_db_url):
     return make_conninfo(pg_db_url, user=role), drop
 
 
-def test_sync_and_search_run_as_a_role_without_superuser_or_ddl_rights(tmp_path, pg_db_url):
-    """The migrations (and each new embedding space) as the owner; everyday sync and search as a role
-    with SELECT/INSERT/UPDATE/DELETE only (RELIABILITY.md documents the grants)."""
-    from claude_chats import config
-    from claude_chats.localstore.journal import Journal
-    from claude_chats.search import Searcher
-    from claude_chats.sync.pgsearch import open_search
-    from claude_chats.sync.runner import run_sync
-    from tests.test_faults_kill import Transcripts, hook_payload
-    from tests.test_search_pg import _Fixed
+def _sync(url, provider=None, **options):
+    with Journal.open() as journal:
+        return run_sync(config.load({"database_url": url}), journal=journal, provider=provider or HashEmbedder(),
+                        lock=False, **options)
 
+
+@pytest.fixture
+def runtime_role(tmp_path, pg_db_url):
+    """A session synced once by the owner (migrations, the space, its vector table), then a role with the
+    run-time grants only: (transcripts, the role's URL)."""
     transcripts = Transcripts(tmp_path / "projects", sessions=1, agents=0)
     transcripts.grow(10)
     run_hook(hook_payload(transcripts, "sess-0"))
-    with Journal.open() as journal:        # the owner: migrations, the space and its vector table
-        assert run_sync(config.load({"database_url": pg_db_url}), journal=journal, provider=HashEmbedder(),
-                        lock=False).ok
-    runtime_url, drop_role = _runtime_role(pg_db_url)
+    assert _sync(pg_db_url).ok
+    url, drop = _runtime_role(pg_db_url)
+    yield transcripts, url
+    drop()
+
+
+def test_sync_and_search_run_as_a_role_without_superuser_or_ddl_rights(runtime_role):
+    """Everyday sync and search as a role with SELECT/INSERT/UPDATE/DELETE only (RELIABILITY.md
+    documents the grants); a new embedding space needs a new vector table: the owner's job."""
+    from claude_chats.search import Searcher
+    from claude_chats.sync.pgsearch import open_search
+    from tests.test_search_pg import _Fixed
+
+    transcripts, url = runtime_role
+    transcripts.grow(40)
+    run_hook(hook_payload(transcripts, "sess-0"))
+    report = _sync(url)
+    assert report.ok and report.pushed == 40 and report.pending_after == 0, report.errors
+    other = _sync(url, _OtherModel())
+    assert not other.ok and any("permission denied" in e and "\n" not in e for e in other.errors), other.errors
+    backend = open_search(url)
     try:
-        transcripts.grow(40)
-        run_hook(hook_payload(transcripts, "sess-0"))
-        with Journal.open() as journal:
-            report = run_sync(config.load({"database_url": runtime_url}), journal=journal, provider=HashEmbedder(),
-                              lock=False)
-            assert report.ok and report.pushed == 40, report.errors
-            assert journal.counts()["pending"] == 0
-            # A new embedding space needs a new vector table: the owner's job, refused in one line.
-            other = run_sync(config.load({"database_url": runtime_url}), journal=journal, provider=_OtherModel(),
-                             lock=False)
-            assert not other.ok and any("permission denied" in e and "\n" not in e for e in other.errors), other.errors
-        backend = open_search(runtime_url)
-        try:
-            result = Searcher(None, _Fixed(backend), HashEmbedder).search("sess-0 main message 42", mode="hybrid")
-            assert result["source"] == "postgres" and result["hits"], result["notes"]
-        finally:
-            backend.close()
+        result = Searcher(None, _Fixed(backend), HashEmbedder).search("sess-0 main message 42", mode="hybrid")
+        assert result["source"] == "postgres" and result["hits"], result["notes"]
     finally:
-        drop_role()
+        backend.close()
 
 
 class _OtherModel(HashEmbedder):
@@ -310,25 +306,9 @@ class _OtherModel(HashEmbedder):
 @pytest.mark.xfail(strict=True, reason="sync/engine.py Syncer._maybe_defer_index drops the space's HNSW index "
                                        "for a backlog of 20,000+ pending messages: DROP INDEX needs the table's "
                                        "owner, so the least-privilege run-time role cannot sync a big backlog")
-def test_a_big_backlog_syncs_as_the_runtime_role(tmp_path, pg_db_url):
-    from claude_chats import config
-    from claude_chats.localstore.journal import Journal
-    from claude_chats.sync.runner import run_sync
-    from tests.test_faults_kill import Transcripts, hook_payload
-
-    transcripts = Transcripts(tmp_path / "projects", sessions=1, agents=0)
-    transcripts.grow(10)
+def test_a_big_backlog_syncs_as_the_runtime_role(runtime_role):
+    transcripts, url = runtime_role
+    transcripts.grow(20_000)
     run_hook(hook_payload(transcripts, "sess-0"))
-    with Journal.open() as journal:
-        assert run_sync(config.load({"database_url": pg_db_url}), journal=journal, provider=HashEmbedder(),
-                        lock=False).ok
-    runtime_url, drop_role = _runtime_role(pg_db_url)
-    try:
-        transcripts.grow(20_000)
-        run_hook(hook_payload(transcripts, "sess-0"))
-        with Journal.open() as journal:
-            report = run_sync(config.load({"database_url": runtime_url}), journal=journal, provider=HashEmbedder(),
-                              lock=False, batch_size=5000)
-        assert report.ok, report.errors
-    finally:
-        drop_role()
+    report = _sync(url, batch_size=5000)
+    assert report.ok, report.errors
