@@ -66,7 +66,34 @@ def _every_command(tmp_path, transcript):
     background = subprocess.run([sys.executable, "-m", "claude_chats.sync", "--background"], capture_output=True,
                                 text=True, timeout=120)
     outputs.append((["background sync"], background.stdout + background.stderr))
+    outputs.extend(_mcp_calls())
     return outputs
+
+
+def _mcp_calls():
+    """The MCP tools over the configured stores (Postgres unreachable: answered from the journal)."""
+    import asyncio
+
+    from fastmcp import Client
+    from fastmcp.exceptions import ToolError
+
+    from claude_chats.mcp.server import create_server
+
+    calls = [("search_memory", {"query": "quick brown fox"}), ("search_memory", {"query": "fox", "mode": "semantic"}),
+             ("get_conversation", {"session_id": "sess-1"}), ("get_conversation", {"session_id": "nope"}),
+             ("list_recent_sessions", {})]
+
+    async def go():
+        out = []
+        async with Client(create_server()) as client:
+            for tool, arguments in calls:
+                try:
+                    result = await client.call_tool(tool, arguments)
+                    out.append((["mcp", tool], json.dumps(result.structured_content)))
+                except ToolError as exc:
+                    out.append((["mcp", tool], str(exc)))
+        return out
+    return asyncio.run(go())
 
 
 class _Refusing(http.server.BaseHTTPRequestHandler):
