@@ -11,7 +11,7 @@ import click
 
 from ..errors import ClaudeChatsError
 
-COMMAND_MODULES = ("journal", "models", "sync", "serve", "admin")
+COMMAND_MODULES = ("journal", "models", "sync", "serve", "admin", "evaluate")
 
 
 class _Group(click.Group):
