@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from claude_chats import paths
 from tests import lines
 from tests.test_fuzz_journal import check_journal, tree
-from tests.test_fuzz_parser import HOSTILE_IDS, HOSTILE_PATHS, fuzz_settings, json_values, safe_transcript_bytes
+from tests.test_fuzz_parser import HOSTILE_IDS, HOSTILE_PATHS, fuzz_settings, json_values, transcript_bytes
 
 HOOK = [sys.executable, "-m", "claude_chats.hook"]
 EVENTS = ["Stop", "UserPromptSubmit", "PreCompact", "SessionEnd", "SubagentStop", "", "💥", None, 7]
@@ -83,7 +83,7 @@ def test_any_payload_exits_zero_silently_and_loses_nothing(seeded, data):
 
 @seed(302)
 @fuzz_settings(15, 400)
-@given(st.sampled_from(HOSTILE_IDS + [None, 5, ["x"]]), st.sampled_from(EVENTS), safe_transcript_bytes,
+@given(st.sampled_from(HOSTILE_IDS + [None, 5, ["x"]]), st.sampled_from(EVENTS), transcript_bytes,
        st.sampled_from(["ok", "missing", "folder", "hostile", "agent"]),
        st.dictionaries(st.sampled_from(["prompt", "permission_mode", "reason", "stop_hook_active", "agent_id"]),
                        st.one_of(st.text(max_size=50), st.just("p" * 300_000), json_values), max_size=3))

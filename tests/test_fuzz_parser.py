@@ -7,7 +7,6 @@ moderate number of examples; CLAUDE_CHATS_LONG_TESTS=1 runs many more.
 
 import json
 import os
-import re
 
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
@@ -24,7 +23,7 @@ def fuzz_settings(default, long):
 
 # -- hostile values ---------------------------------------------------------------------
 
-HOSTILE_IDS = ["s-1", "s-2", "../../etc/passwd", "'; DROP TABLE messages; --", 'quo"te\'s', "new\nline",
+HOSTILE_IDS = ["s-1", "s-2", "s-\ud800", "../../etc/passwd", "'; DROP TABLE messages; --", 'quo"te\'s', "new\nline",
                "sp ace", "ünïcødé-🎉", "%s%n%x", "a" * 300, "x:agent-y", "nul\x00id", "..", "/", "\\\\server\\share",
                "<script>alert(1)</script>", "$(touch /tmp/pwned)", "`id`", "s-1\r\n{\"type\":\"user\"}"]
 HOSTILE_PATHS = ["/work/proj", "../../..", "C:\\Users\\x", "'; DELETE FROM sessions; --", "/tmp/a\nb", "~",
@@ -34,7 +33,8 @@ TEXTS = ["Warmup", "[Request interrupted by user]", "<system-reminder>note</syst
          "<command-name>/model</command-name>", "<ide_opened_file>x</ide_opened_file> the prompt",
          "Caveat: The messages below were generated", "\x1b[31mred\x1b[0m \x1b]0;title\x07", "a" * 5000,
          "data:image/png;base64," + "iVBORw0KGgo" * 40, "QUJD" * 200, "\x00\x00\x00", "line1\nline2\r\n",
-         "SELECT * FROM messages; --", '" OR 1=1 --', "NEAR(a b) AND \"c\" * ^ content:x"]
+         "SELECT * FROM messages; --", '" OR 1=1 --', "NEAR(a b) AND \"c\" * ^ content:x",
+         "lone \ud800 surrogate", "\udfff", "pair \ud83d\ude00 split"]   # JSON.stringify escapes lone ones
 
 text = st.one_of(st.text(max_size=120), st.sampled_from(TEXTS))
 ids = st.one_of(st.sampled_from(HOSTILE_IDS), st.text(max_size=40))
@@ -129,9 +129,6 @@ mutated_line = st.builds(
 transcript_bytes = st.builds(lambda ls, eol, last: eol.join(ls) + (eol if last else b""),
                              st.lists(mutated_line, max_size=12), st.sampled_from([b"\n", b"\r\n"]), st.booleans())
 
-# Lone surrogate escapes (\ud800) are fuzzed too: the parser replaces them before they reach SQLite.
-safe_transcript_bytes = transcript_bytes
-safe_mutated_line = mutated_line
 
 
 FILE_NAMES = ["sess-1.jsonl", "agent-a1.jsonl", "s-9/subagents/agent-b2.jsonl", "agent-.jsonl", "weird name.jsonl",
@@ -147,10 +144,21 @@ def check_records(result, data, final=False):
         assert isinstance(r.session_id, str) and r.session_id
         assert isinstance(r.text, str) and r.text and "\x00" not in r.text
         assert r.kind in transcript.KINDS and r.role in ("user", "assistant", "system")
-        for value in (r.timestamp, r.cwd, r.git_branch, r.message_id, r.slug, r.agent_id, r.parent_session_id):
-            assert value is None or isinstance(value, str)
+        for value in (r.uuid, r.session_id, r.text, r.timestamp, r.cwd, r.git_branch, r.message_id, r.slug,
+                      r.agent_id, r.parent_session_id):
+            assert value is None or isinstance(value, str) and _storable(value)
     for t in result.titles:
         assert isinstance(t.value, str) and t.value and t.source in ("custom", "agent_name", "summary")
+        assert all(v is None or _storable(v) for v in (t.value, t.session_id, t.leaf_uuid))
+
+
+def _storable(text):
+    """SQLite takes it: valid UTF-8 (no lone surrogate from a JSON escape)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
     assert all(isinstance(n, int) and n > 0 for n in result.skipped.values())
 
 
