@@ -2,7 +2,7 @@
 """Benchmark of ``chats sync``: push throughput with vectors already computed, and end to end.
 
     .venv/bin/python scripts/bench_sync.py [--messages 50000] [--batch-size 1000]
-        [--database-url URL] [--model PATH.gguf] [--e2e-messages 2000]
+        [--database-url URL] [--model PATH.gguf] [--e2e-messages 300]
 
 1. push, vectors precomputed: a journal of N messages (texts from ../shared
    corpus when present) synced into an empty database by the real sync
@@ -167,7 +167,7 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="Postgres connections pushing at once")
     parser.add_argument("--database-url")
     parser.add_argument("--model", help="GGUF for the end-to-end run (default: the test model if built)")
-    parser.add_argument("--e2e-messages", type=int, default=2000)
+    parser.add_argument("--e2e-messages", type=int, default=300)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:

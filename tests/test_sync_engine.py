@@ -207,3 +207,21 @@ def test_ivfflat_spaces_get_lists_from_the_row_count(journal, tmp_path, pg_db_ur
         (space,) = store.spaces()
         assert space["index_kind"] == "ivfflat" and store.has_index(space["id"])
         assert store.conn.execute("SELECT index_lists FROM spaces").fetchone()[0] == 1
+
+
+def test_a_bulk_load_rebuilds_the_index_afterwards(journal, tmp_path, pg_db_url):
+    from claude_chats.sync.engine import Syncer
+
+    class Bulk(Syncer):
+        defer_index_min = 10
+
+    for s in ("s-a", "s-b"):
+        journal.import_files([str(write_transcript(tmp_path, s, 8))])
+    with PgStore.open(pg_db_url) as store:
+        report = Bulk(journal, HashEmbedder(), store, batch_size=4).run()
+        assert report.ok and report.index_rebuilt and report.vectors_pushed == 16
+        (space,) = store.spaces()
+        assert store.has_index(space["id"])
+        journal.import_files([str(write_transcript(tmp_path, "s-c", 3))])
+        small = Bulk(journal, HashEmbedder(), store).run()        # 3 < 10: the live index takes them
+        assert small.ok and not small.index_rebuilt

@@ -20,7 +20,11 @@ from .records import Batch, Chunk, Space
 
 DEFAULT_BATCH = 500
 DEFAULT_WORKERS = 2
-DEFER_INDEX_MIN = 20_000   # vectors: a backlog this big loads without the HNSW index, then builds it
+# A backlog of at least DEFER_INDEX_MIN messages, and at least 1/DEFER_INDEX_RATIO of the
+# vectors already indexed, loads without the HNSW index, which is rebuilt afterwards:
+# pgvector inserts into a live HNSW graph at roughly a fifth of the rate it builds one.
+DEFER_INDEX_MIN = 2_000
+DEFER_INDEX_RATIO = 4
 
 
 @dataclass
@@ -36,7 +40,8 @@ class SyncReport:
     pending_after: int = 0
     postgres: str = "not configured"   # "ok", "not configured", "unreachable"
     errors: list = field(default_factory=list)
-    index_seconds: float = 0.0  # of ``seconds``: rebuilding a vector index after a bulk load
+    index_rebuilt: bool = False  # the vector index was dropped for a bulk load and built again
+    index_seconds: float = 0.0   # of ``seconds``: (re)building and analysing the vector index
     seconds: float = 0.0
 
     @property
@@ -58,6 +63,8 @@ class Syncer:
     Postgres connections pushing batches at once, ``index_kind`` ("hnsw" or
     "ivfflat") the vector index of a space created now.
     """
+
+    defer_index_min, defer_index_ratio = DEFER_INDEX_MIN, DEFER_INDEX_RATIO
 
     def __init__(self, journal, provider, store=None, local=None, batch_size=DEFAULT_BATCH,
                  redact=None, progress=None, workers=DEFAULT_WORKERS, index_kind="hnsw"):
@@ -119,11 +126,12 @@ class Syncer:
             self.report.purges = self._pg(sync_purges, self.journal, self.store)
 
     def _maybe_defer_index(self):
-        """Drop the space's HNSW index for a backlog larger than what is indexed already."""
+        """Drop the space's index for a bulk load (see DEFER_INDEX_MIN); searches meanwhile scan."""
         if self.store is None or self.space_id is None:
             return False
-        existing = self._pg(self.store.vector_count, self.space_id)
-        if self.report.pending_before < max(DEFER_INDEX_MIN, existing):
+        pending = self.report.pending_before
+        if pending < self.defer_index_min or \
+                pending * self.defer_index_ratio < self._pg(self.store.vector_count, self.space_id):
             return False
         self._pg(self.store.drop_index, self.space_id)
         return True
@@ -133,7 +141,7 @@ class Syncer:
         if self.store is None or self.space_id is None:
             return
         started = time.monotonic()
-        self._pg(self.store.ensure_index, self.space_id)
+        self.report.index_rebuilt = self._pg(self.store.ensure_index, self.space_id)
         if deferred or self.report.vectors_pushed:
             self._pg(self.store.refresh_index, self.space_id)
         self.report.index_seconds = round(time.monotonic() - started, 3)
