@@ -190,37 +190,15 @@ def write_misses(path, results):
 
 # -- bakeoff -------------------------------------------------------------------------
 
-class JournalSpace:
-    """Sync's local vector store (``prepare`` / ``load`` / ``save``) for one space of a journal."""
-
-    def __init__(self, journal):
-        self.conn, self.space_id = journal.conn, None
-
-    def prepare(self, space, canary):
-        from .localstore import vectors
-
-        self.space_id = vectors.ensure_space(self.conn, space, canary)
-
-    def load(self, message_ids):
-        from .localstore import vectors
-
-        return vectors.load_message_vectors(self.conn, self.space_id, message_ids)
-
-    def save(self, chunks_by_message):
-        from .localstore import vectors
-
-        for message_id, chunks in chunks_by_message.items():
-            vectors.write_message_vectors(self.conn, self.space_id, message_id, chunks)
-
-
 def embed_journal(journal, provider):
     """Embed every message of ``journal`` into ``provider``'s space through the sync engine
     (no Postgres); returns (sync report, space id)."""
     from . import config
+    from .sync.localvec import LocalVectors
     from .sync.runner import run_sync
 
     settings = config.load(environ={}, path=os.devnull)   # no database: embed locally only
-    space = JournalSpace(journal)
+    space = LocalVectors(journal.conn)
     report = run_sync(settings, journal=journal, provider=provider, store=None, local=space, lock=False)
     if not report.ok:
         raise ClaudeChatsError("; ".join(report.errors))
