@@ -1,0 +1,217 @@
+"""Tuned retrieval: what text is embedded per message, how the full-text leg reads a
+question and scores a message with its neighbours, and how the two legs are weighted.
+
+Each choice is a small function or constant, measured with
+``scripts/bench_locomo.py`` (LoCoMo) and ``chats eval tests/eval_queries.jsonl``
+(Claude Code sessions); BENCHMARKS.md has the numbers, including what did not
+help. The search stack wires them in at these seams:
+
+- ``embedding_text`` / ``embed_messages``: what sync embeds for a message
+  ("<speaker> (<date>): <text>" per chunk; chunk spans stay in message coordinates).
+  The recipe is part of the space (``TEXT_RECIPE`` in the space options), so vectors
+  of the old and new text are never compared.
+- ``fulltext_match``: any non-stopword term (OR), not all of them: a question
+  rarely shares every word with its answer.
+- ``with_neighbours``: a message's full-text score plus ``NEIGHBOUR_WEIGHT`` x the
+  scores of the messages within ``NEIGHBOUR_SPAN`` of it in its session (answers
+  often sit next to the turn that names the topic).
+- ``fuse``: Reciprocal Rank Fusion with a weight per leg (``LEG_WEIGHTS``).
+
+``TunedSearch`` is the journal backend with these in place and ``searcher`` a
+``Searcher`` over it; the benchmark and the tests use them.
+"""
+
+from datetime import datetime
+
+from . import search
+from .localstore import fts
+from .localstore.search import LocalSearch, _filters, fts_match
+
+TEXT_RECIPE = "speaker-date-1"
+LABELS = {"user": "user", "assistant": "assistant", "system": "system"}
+NEIGHBOUR_SPAN = 2         # messages either side whose full-text score a message borrows
+NEIGHBOUR_WEIGHT = 0.35    # ... at this fraction
+FULLTEXT_POOL = 1000       # full-text matches scored before neighbours are added
+LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}
+
+
+# -- what is embedded ----------------------------------------------------------------------
+
+def header(role, created_at, labels=None):
+    """``"Caroline (8 May 2023): "``: who speaks, and when (the date only; no date, no brackets)."""
+    label = (labels or LABELS).get(role, role)
+    day = _day(created_at)
+    return f"{label} ({day}): " if day else f"{label}: "
+
+
+def _day(created_at):
+    if not created_at:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(created_at).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return f"{moment.day} {moment:%B %Y}"
+
+
+def embedding_text(content, role, created_at, labels=None):
+    return header(role, created_at, labels) + content
+
+
+class _Prefixed:
+    """A provider seen through a fixed prefix: chunks of the text are sized so that prefix + chunk fits."""
+
+    def __init__(self, provider, prefix):
+        self.provider, self.prefix, self.model_id = provider, prefix, provider.model_id
+
+    def fits(self, text, kind=None):
+        return self.provider.fits(self.prefix + text, *(() if kind is None else (kind,)))
+
+    def window_chars(self, text, kind=None):
+        return max(1, self.provider.window_chars(self.prefix + text, *(() if kind is None else (kind,)))
+                   - len(self.prefix))
+
+
+def embed_messages(provider, messages, labels=None):
+    """Per message (objects or dicts with ``content``, ``role``, ``created_at``), its
+    ``[models.Chunk]``: each chunk of the content embedded with the message's header."""
+    from .models import Chunk, chunk_text
+
+    spans, texts = [], []
+    for message in messages:
+        get = message.get if isinstance(message, dict) else lambda key: getattr(message, key, None)
+        prefix = header(get("role"), get("created_at") or get("timestamp"), labels)
+        chunks = chunk_text(get("content") or "", _Prefixed(provider, prefix))
+        spans.append(chunks)
+        texts.extend(prefix + chunk for _, _, chunk in chunks)
+    vectors = provider.embed_documents(texts)
+    out, i = [], 0
+    for chunks in spans:
+        out.append([Chunk(n, s, e, vectors[i + n]) for n, (s, e, _) in enumerate(chunks)])
+        i += len(chunks)
+    return out
+
+
+class RecipeProvider:
+    """``provider`` with the text recipe in its space (its vectors are of ``embedding_text``)."""
+
+    def __init__(self, provider, recipe=TEXT_RECIPE):
+        self.provider, self.recipe = provider, recipe
+
+    def __getattr__(self, name):
+        return getattr(self.provider, name)
+
+    @property
+    def space(self):
+        from .models import Space
+
+        base = self.provider.space
+        return Space(base.provider, base.model, base.dimensions, {**base.options, "text": self.recipe})
+
+    def embed_query(self, text):
+        return self.provider.embed_query(text)
+
+    def embed_documents(self, texts):
+        return self.provider.embed_documents(texts)
+
+    def close(self):
+        self.provider.close()
+
+
+def index_journal(journal, provider, labels=None, batch=256):
+    """Embed every message of ``journal`` with ``embedding_text`` into the recipe's space; returns its id."""
+    from .localstore import vectors
+    from .models import canary_vector
+
+    recipe = RecipeProvider(provider)
+    space_id = vectors.ensure_space(journal.conn, recipe.space, canary_vector(provider))
+    rows = journal.conn.execute("SELECT id, role, created_at, content FROM messages ORDER BY id").fetchall()
+    for start in range(0, len(rows), batch):
+        part = [dict(zip(("id", "role", "created_at", "content"), row)) for row in rows[start:start + batch]]
+        with journal.conn:
+            for row, chunks in zip(part, embed_messages(provider, part, labels)):
+                vectors.write_message_vectors(journal.conn, space_id, row["id"], chunks)
+    return space_id
+
+
+# -- how a query is run ------------------------------------------------------------------
+
+def fulltext_match(text):
+    """An FTS5 expression matching any of the query's terms (stopwords dropped unless nothing else is left)."""
+    words = fts.terms(" ".join(search.query_terms(text)))
+    return " OR ".join(fts.quote(w) for w in words) or None
+
+
+def with_neighbours(matched, neighbours, span=NEIGHBOUR_SPAN, weight=NEIGHBOUR_WEIGHT):
+    """Scores with context: ``matched`` is {(session, seq): score} of the full-text matches,
+    ``neighbours`` the (session, seq) of every message that may be ranked; each gets its own
+    score plus ``weight`` x the sum of the scores within ``span`` of it in its session."""
+    out = {}
+    for session, seq in neighbours:
+        borrowed = sum(matched.get((session, seq + d), 0.0) for d in range(-span, span + 1) if d)
+        total = matched.get((session, seq), 0.0) + weight * borrowed
+        if total > 0:
+            out[(session, seq)] = total
+    return out
+
+
+def fuse(legs, rrf_k, weights=None):
+    """Weighted Reciprocal Rank Fusion: score = sum over legs of weight / (k + rank)."""
+    weights = weights or LEG_WEIGHTS
+    fused = search.fuse(legs, rrf_k)
+    for c in fused:
+        c.score = sum(weights.get(leg, 1.0) / (rrf_k[leg] + rank) for leg, rank in c.ranks.items())
+    return sorted(fused, key=search._fusion_order)
+
+
+class TunedSearch(LocalSearch):
+    """The journal backend with the tuned full-text leg and weighted fusion."""
+
+    def __init__(self, journal, match="any", span=NEIGHBOUR_SPAN, weight=NEIGHBOUR_WEIGHT, weights=None):
+        super().__init__(journal)
+        self.match, self.span, self.weight, self.weights = match, span, weight, weights or LEG_WEIGHTS
+
+    def candidates(self, plan):
+        legs = {}
+        if "fulltext" in plan.legs:
+            legs["fulltext"] = self.fulltext(plan)
+        if "semantic" in plan.legs:
+            legs["semantic"] = self.semantic(plan)
+        return fuse(legs, plan.rrf_k, self.weights)
+
+    def fulltext(self, plan):
+        match = fulltext_match(plan.text) if self.match == "any" else fts_match(plan.text, plan.match)
+        if match is None:
+            return []
+        where, args = _filters(plan.filters)
+        rows = self.conn.execute(
+            f"SELECT m.id, m.session_id, m.seq, -bm25(messages_fts) FROM messages_fts "
+            f"JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
+            f"WHERE messages_fts MATCH ? AND {where} ORDER BY bm25(messages_fts) LIMIT ?",
+            (match, *args, FULLTEXT_POOL)).fetchall()
+        matched = {(session, seq): score for _, session, seq, score in rows}
+        places = {(session, seq): i for i, session, seq, _ in rows}
+        if self.span and self.weight and matched:
+            places = self._around(matched, where, args)
+            matched = with_neighbours(matched, places, self.span, self.weight)
+        ranked = sorted(matched.items(), key=lambda item: (-item[1], places[item[0]]))[:plan.candidates]
+        return [search.Candidate(places[place], place[0], scores={"fulltext": score}) for place, score in ranked]
+
+    def _around(self, matched, where, args):
+        """{(session, seq): message id} of the messages within ``span`` of a match that pass the filters."""
+        import json
+
+        pairs = json.dumps([[session, seq] for session, seq in matched])
+        rows = self.conn.execute(
+            f"SELECT DISTINCT m.session_id, m.seq, m.id FROM json_each(?) p "
+            f"JOIN messages m ON m.session_id = json_extract(p.value, '$[0]') "
+            f"AND m.seq BETWEEN json_extract(p.value, '$[1]') - ? AND json_extract(p.value, '$[1]') + ? "
+            f"JOIN sessions s ON s.id = m.session_id WHERE {where}", (pairs, self.span, self.span, *args)).fetchall()
+        return {(session, seq): i for session, seq, i in rows}
+
+
+def searcher(journal, provider_factory, recipe=True, **tuning):
+    """A ``Searcher`` over ``journal`` with the tuned backend (``TunedSearch(**tuning)``);
+    ``recipe``: the vectors are ``index_journal``'s (else sync's, of the plain content)."""
+    factory = (lambda: RecipeProvider(provider_factory())) if recipe else provider_factory
+    return search.Searcher(TunedSearch(journal, **tuning), None, factory)
