@@ -15,7 +15,7 @@ help. The search stack wires them in at these seams:
 - ``with_neighbours``: a message's full-text score plus ``NEIGHBOUR_WEIGHT`` x the
   scores of the messages within ``NEIGHBOUR_SPAN`` of it in its session (answers
   often sit next to the turn that names the topic).
-- ``fuse``: Reciprocal Rank Fusion with a weight per leg (``LEG_WEIGHTS``).
+- ``reweigh``: Reciprocal Rank Fusion with a weight per leg (``LEG_WEIGHTS``).
 
 ``TunedSearch`` is the journal backend with these in place and ``searcher`` a
 ``Searcher`` over it; the benchmark and the tests use them.
@@ -59,36 +59,34 @@ def embedding_text(content, role, created_at, labels=None):
 
 
 class _Prefixed:
-    """A provider seen through a fixed prefix: chunks of the text are sized so that prefix + chunk fits."""
+    """``provider`` with a fixed prefix before every document: chunks are sized so that prefix + chunk fits."""
 
     def __init__(self, provider, prefix):
         self.provider, self.prefix, self.model_id = provider, prefix, provider.model_id
 
-    def fits(self, text, kind=None):
-        return self.provider.fits(self.prefix + text, *(() if kind is None else (kind,)))
+    def fits(self, text, *kind):
+        return self.provider.fits(self.prefix + text, *kind)
 
-    def window_chars(self, text, kind=None):
-        return max(1, self.provider.window_chars(self.prefix + text, *(() if kind is None else (kind,)))
-                   - len(self.prefix))
+    def window_chars(self, text, *kind):
+        return max(1, self.provider.window_chars(self.prefix + text, *kind) - len(self.prefix))
+
+    def embed_documents(self, texts):
+        return self.provider.embed_documents([self.prefix + text for text in texts])
 
 
 def embed_messages(provider, messages, labels=None):
-    """Per message (objects or dicts with ``content``, ``role``, ``created_at``), its
-    ``[models.Chunk]``: each chunk of the content embedded with the message's header."""
-    from .models import Chunk, chunk_text
+    """Per message (dicts with ``content``, ``role``, ``created_at``), its ``[models.Chunk]``:
+    the content's chunks (spans in content coordinates), each embedded after the message's header."""
+    from .models import embed_texts
 
-    spans, texts = [], []
-    for message in messages:
-        get = message.get if isinstance(message, dict) else lambda key: getattr(message, key, None)
-        prefix = header(get("role"), get("created_at") or get("timestamp"), labels)
-        chunks = chunk_text(get("content") or "", _Prefixed(provider, prefix))
-        spans.append(chunks)
-        texts.extend(prefix + chunk for _, _, chunk in chunks)
-    vectors = provider.embed_documents(texts)
-    out, i = [], 0
-    for chunks in spans:
-        out.append([Chunk(n, s, e, vectors[i + n]) for n, (s, e, _) in enumerate(chunks)])
-        i += len(chunks)
+    groups = {}
+    for i, message in enumerate(messages):
+        groups.setdefault(header(message["role"], message["created_at"], labels), []).append(i)
+    out = [None] * len(messages)
+    for prefix, members in groups.items():
+        embedded = embed_texts(_Prefixed(provider, prefix), [messages[i]["content"] or "" for i in members])
+        for i, chunks in zip(members, embedded):
+            out[i] = chunks
     return out
 
 
@@ -155,10 +153,9 @@ def with_neighbours(matched, neighbours, span=NEIGHBOUR_SPAN, weight=NEIGHBOUR_W
     return out
 
 
-def fuse(legs, rrf_k, weights=None):
-    """Weighted Reciprocal Rank Fusion: score = sum over legs of weight / (k + rank)."""
+def reweigh(fused, rrf_k, weights=None):
+    """Fused candidates re-scored by weighted Reciprocal Rank Fusion (sum of weight / (k + rank)), re-ordered."""
     weights = weights or LEG_WEIGHTS
-    fused = search.fuse(legs, rrf_k)
     for c in fused:
         c.score = sum(weights.get(leg, 1.0) / (rrf_k[leg] + rank) for leg, rank in c.ranks.items())
     return sorted(fused, key=search._fusion_order)
@@ -172,12 +169,7 @@ class TunedSearch(LocalSearch):
         self.match, self.span, self.weight, self.weights = match, span, weight, weights or LEG_WEIGHTS
 
     def candidates(self, plan):
-        legs = {}
-        if "fulltext" in plan.legs:
-            legs["fulltext"] = self.fulltext(plan)
-        if "semantic" in plan.legs:
-            legs["semantic"] = self.semantic(plan)
-        return fuse(legs, plan.rrf_k, self.weights)
+        return reweigh(super().candidates(plan), plan.rrf_k, self.weights)
 
     def fulltext(self, plan):
         match = fulltext_match(plan.text) if self.match == "any" else fts_match(plan.text, plan.match)
