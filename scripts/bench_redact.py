@@ -12,7 +12,6 @@ without secrets: the worst case for the patterns).
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 import time

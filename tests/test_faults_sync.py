@@ -6,12 +6,10 @@ message exactly once, with its sequence number, content and vectors.
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
 
-import pytest
 
 from claude_chats import config, paths
 from claude_chats.localstore.journal import Journal
@@ -19,7 +17,7 @@ from claude_chats.sync.runner import run_sync
 from claude_chats.sync.store import PgStore
 from tests.fixtures_pg import HashEmbedder
 from tests.test_faults_kill import HOOK, LONG, Transcripts, finish, hook_payload, kill_after, start
-from tests.test_fuzz_journal import check_journal, journal_rows
+from tests.test_fuzz_journal import check_journal
 from tests.test_search_pg import Proxy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
