@@ -155,10 +155,6 @@ def test_no_credential_in_any_output_log_or_file(tmp_path, secrets_configured):
     assert any("API key" in text for _, text in outputs)
 
 
-@pytest.mark.xfail(strict=True, reason="provider errors are passed on verbatim: an API that echoes the key in its "
-                                       "error message has it printed by chats sync/doctor and written to the "
-                                       "journal's last_sync state (models/openai.py error text; redact.redact "
-                                       "would scrub it)")
 def test_a_key_echoed_by_the_provider_is_not_printed(tmp_path, secrets_configured):
     secrets_configured.echo = True
     try:
@@ -237,9 +233,6 @@ def test_sync_with_redaction_pushes_placeholders_and_the_journal_keeps_the_origi
     assert remote.count("[REDACTED:") >= len(samples)
 
 
-@pytest.mark.xfail(strict=True, reason="sync/runner.py run_sync passes redact=None to Syncer unless a caller gives "
-                                       "one: with the redact setting on (the default) `chats sync` pushes secrets "
-                                       "to Postgres and to a remote embedding API (wiring of redact.redact pending)")
 def test_default_sync_pushes_no_secret(tmp_path, pg_db_url, monkeypatch):
     class Provider(HashEmbedder):
         def __init__(self, **_settings):

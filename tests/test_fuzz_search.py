@@ -179,9 +179,6 @@ def test_every_journal_command_answers_or_gives_a_one_line_error(cli_journal, ar
     check_journal(paths.journal_path())
 
 
-@pytest.mark.xfail(strict=True, reason="cli/journal.py show_cmd: --start/--end take any int and "
-                                       "Journal.messages binds it; beyond SQLite's 64 bits apsw raises OverflowError: "
-                                       "a traceback instead of an error line")
 @pytest.mark.parametrize("option", ["--start", "--end"])
 def test_show_with_a_sequence_number_beyond_64_bits_is_a_one_line_error(cli_journal, option):
     result = CliRunner().invoke(main, ["show", "s-migrate", option, str(2**63)])
@@ -262,9 +259,6 @@ def test_mcp_tools_answer_or_raise_a_tool_error(mcp_server, calls):
     asyncio.run(go())
 
 
-@pytest.mark.xfail(strict=True, reason="localstore/search.py LocalSearch.messages binds start/end seq as given; "
-                                       "get_conversation(start_seq=2**63) raises OverflowError, masked as 'Error "
-                                       "calling tool' (the tool's schema has ge=0 but no upper bound)")
 @pytest.mark.parametrize("argument", ["start_seq", "end_seq"])
 def test_get_conversation_beyond_64_bits_is_a_clear_tool_error(mcp_server, argument):
     async def go():

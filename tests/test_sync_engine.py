@@ -150,7 +150,7 @@ def test_redaction_applies_when_text_leaves_the_machine():
     local = HashEmbedder()
     remote_db = config.load({"database_url": "postgresql://u@db.example.com/x?sslmode=require"})
     assert redactor(settings(), local) is None
-    assert redactor(settings("postgresql://u@localhost/x"), local) is None
+    assert redactor(settings("postgresql://u@localhost/x"), local) is not None  # every Postgres is a shared copy
     assert redactor(remote_db, local) is not None
     assert redactor(config.load({"database_url": "postgresql://u@db.example.com/x?sslmode=require",
                                  "redact": False}), local) is None

@@ -22,6 +22,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except ClaudeChatsError as exc:
             raise click.ClickException(str(exc)) from None
+        except UnicodeEncodeError:
+            # Arguments are decoded with surrogateescape: bytes that are not UTF-8 cannot be searched or stored.
+            raise click.ClickException("an argument is not valid UTF-8 text") from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

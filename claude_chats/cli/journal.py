@@ -8,6 +8,8 @@ import click
 from .. import paths
 from .output import emit_json, is_tty, one_line
 
+SEQ_MAX = 2**63 - 1   # SQLite integers are 64-bit
+
 
 def _journal():
     from ..localstore.journal import Journal
@@ -113,8 +115,8 @@ def search_cmd(query, mode, limit, project, session_id, role, since, until, no_s
 
 @click.command("show")
 @click.argument("session_id")
-@click.option("--start", type=int, help="First sequence number.")
-@click.option("--end", type=int, help="Last sequence number.")
+@click.option("--start", type=click.IntRange(0, SEQ_MAX), help="First sequence number.")
+@click.option("--end", type=click.IntRange(0, SEQ_MAX), help="Last sequence number.")
 @click.option("--json", "as_json", is_flag=True)
 def show_cmd(session_id, start, end, as_json):
     """Print a stored conversation."""

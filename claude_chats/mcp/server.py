@@ -49,6 +49,8 @@ Kind = Literal["text", "tool_use", "tool_result", "thinking", "compact_summary",
 OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
+MAX_SEQ = 2**63 - 1   # SQLite integers are 64-bit
+
 
 def create_server(open_searcher=None):
     """The FastMCP server; ``open_searcher()`` returns the ``Searcher`` (default: from the config)."""
@@ -90,8 +92,8 @@ def create_server(open_searcher=None):
     def get_conversation(
         session_id: Annotated[str, Field(description="A session id from search_memory or list_recent_sessions.")],
         ctx: Context,
-        start_seq: Annotated[int | None, Field(ge=0, description="First sequence number (default 0).")] = None,
-        end_seq: Annotated[int | None, Field(ge=0, description="Last sequence number, inclusive.")] = None,
+        start_seq: Annotated[int | None, Field(ge=0, le=MAX_SEQ, description="First sequence number (default 0).")] = None,
+        end_seq: Annotated[int | None, Field(ge=0, le=MAX_SEQ, description="Last sequence number, inclusive.")] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many messages.")] = 50,
         max_chars: Annotated[int, Field(ge=1000, le=200_000, description="Size budget of the page.")] = 20_000,
     ) -> dict:

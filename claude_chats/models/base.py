@@ -132,7 +132,12 @@ class EmbeddingProvider:
     def _embed(self, texts, kind):
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        parts = [self.embed_batch(batch, kind) for batch in self._batches(texts)]
+        try:
+            parts = [self.embed_batch(batch, kind) for batch in self._batches(texts)]
+        except ProviderError as exc:
+            # An API may echo the request, key included, in its error: never pass a secret on.
+            from ..redact import redact
+            raise type(exc)(redact(str(exc))) from None
         vectors = np.concatenate([np.asarray(p, dtype=np.float32).reshape(len(p), -1) for p in parts])
         if vectors.shape != (len(texts), self.dimensions):
             raise ProviderError(f"{self.name} {self.model_id} returned vectors of shape {vectors.shape}, "

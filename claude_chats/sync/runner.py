@@ -65,22 +65,18 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
 
 
 def redactor(settings, provider):
-    """``redact.redact`` when text leaves the machine (remote Postgres or embedding API), else None."""
+    """``redact.redact`` when text leaves the journal (Postgres, a remote embedding API), else None.
+
+    Every Postgres counts: it is the canonical copy other machines read, even
+    when it runs beside this journal.
+    """
     if not settings.redact:
         return None
-    if not (_remote_postgres(settings.database_url) or _remote_provider(provider)):
+    if not (settings.database_url or _remote_provider(provider)):
         return None
     from ..redact import redact
 
     return redact
-
-
-def _remote_postgres(url):
-    if not url:
-        return False
-    from . import dburl
-
-    return not all(dburl.is_local_host(h) for h in dburl.hosts(dburl.parse(url)))
 
 
 def _remote_provider(provider):
