@@ -323,9 +323,6 @@ class _OtherModel(HashEmbedder):
 
 
 @pytest.mark.skipif(os.environ.get("CLAUDE_CHATS_LONG_TESTS") != "1", reason="20,000 messages: long runs only")
-@pytest.mark.xfail(strict=True, reason="sync/engine.py Syncer._maybe_defer_index drops the space's HNSW index "
-                                       "for a backlog of 20,000+ pending messages: DROP INDEX needs the table's "
-                                       "owner, so the least-privilege run-time role cannot sync a big backlog")
 def test_a_big_backlog_syncs_as_the_runtime_role(runtime_role):
     transcripts, url = runtime_role
     transcripts.grow(20_000)

@@ -133,6 +133,8 @@ class Syncer:
         if pending < self.defer_index_min or \
                 pending * self.defer_index_ratio < self._pg(self.store.vector_count, self.space_id):
             return False
+        if not self._pg(self.store.owns_vectors, self.space_id):
+            return False  # a least-privilege run-time role loads into the live index
         self._pg(self.store.drop_index, self.space_id)
         return True
 

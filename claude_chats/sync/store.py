@@ -210,6 +210,12 @@ class PgStore:
         return self.conn.execute("SELECT to_regclass(%s) IS NOT NULL",
                                  (f"{vector_table(space_id)}_embedding",)).fetchone()[0]
 
+    def owns_vectors(self, space_id):
+        """Whether this role may drop and rebuild the space's index (it owns the table)."""
+        return bool(self.conn.execute(
+            "SELECT pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables "
+            "WHERE schemaname = current_schema() AND tablename = %s", (vector_table(space_id),)).fetchone()[0])
+
     def drop_index(self, space_id):
         """Drop the space's vector index before a bulk load (``ensure_index`` rebuilds it)."""
         self.conn.execute(f"DROP INDEX IF EXISTS {vector_table(space_id)}_embedding")
