@@ -79,8 +79,8 @@ class Syncer:
         self.report.pending_before = journal_io.pending_count(self.journal.conn)
         self.report.postgres = "ok" if self.store is not None else self.report.postgres
         try:
+            self._sync_purges()   # first: a purge must not wait for the embedding model
             self._prepare_space()
-            self._sync_purges()
             deferred = self._maybe_defer_index()
             self._batches()
             self._push_renamed_sessions()
@@ -234,8 +234,13 @@ class Syncer:
             raise PostgresError(f"Postgres refused the push: {self.store.describe_error(exc)}") from None
 
     def _record(self):
-        state = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **self.report.as_dict()}
-        try:
-            self.journal.set_state("last_sync", json.dumps(state))
-        except Exception:  # noqa: BLE001 - bookkeeping must not hide the sync's own result
-            pass
+        record(self.journal, self.report)
+
+
+def record(journal, report):
+    """Keep the report as the journal's ``last_sync`` state (what ``chats status`` shows)."""
+    state = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **report.as_dict()}
+    try:
+        journal.set_state("last_sync", json.dumps(state))
+    except Exception:  # noqa: BLE001 - bookkeeping must not hide the sync's own result
+        pass

@@ -7,7 +7,7 @@ provider and store themselves.
 
 from .. import config
 from ..errors import PostgresUnavailable, ProviderError
-from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, SyncReport, Syncer
+from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, SyncReport, Syncer, record
 from .lock import SyncLock
 
 
@@ -48,7 +48,7 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
         try:
             provider = provider or _remember(opened, _open_provider(settings))
         except ProviderError as exc:
-            return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable)
+            return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable, store)
         local = local if local is not None else _local_vectors(journal)
         redact = redact or redactor(settings, provider)
         report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers,
@@ -117,7 +117,8 @@ def _local_vectors(journal):
     return local_vectors(journal)
 
 
-def _failed(journal, error, unreachable=None):
+def _failed(journal, error, unreachable=None, store=None):
+    """The report of a sync that could not embed; purges still reach Postgres, and it is recorded."""
     from . import journal_io
 
     pending = journal_io.pending_count(journal.conn)
@@ -125,4 +126,11 @@ def _failed(journal, error, unreachable=None):
     if unreachable:
         report.postgres = "unreachable"
         report.errors.append(unreachable)
+    if store is not None:
+        from ..purge import sync_purges
+        try:
+            report.purges = sync_purges(journal, store)
+        except Exception as exc:  # noqa: BLE001 - psycopg's errors; reported, with the password scrubbed
+            report.errors.append(store.describe_error(exc))
+    record(journal, report)
     return report
