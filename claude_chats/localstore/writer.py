@@ -36,7 +36,9 @@ class IngestStats:
 
 
 def now_iso():
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """UTC now, ISO-8601 with milliseconds (a rename and a push in the same second stay ordered)."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
 def machine_name():
