@@ -38,7 +38,7 @@ def start_sync(url, batch_size=25):
 
 def sync_to_completion(url):
     code, out, err = finish(start_sync(url, 500))
-    assert code == 0, err[-3000:]
+    assert code == 0, err.decode(errors="replace")[-3000:]
     return json.loads(out)
 
 
@@ -121,7 +121,7 @@ def test_postgres_outage_mid_sync_then_recovery(tmp_path, pg_db_url):
             time.sleep(rng.uniform(0, duration))
             proxy.stop()
             code, out, err = finish(sync)
-            assert code == 0, err[-3000:]
+            assert code == 0, err.decode(errors="replace")[-3000:]
             report = json.loads(out)
             if report["errors"]:
                 mid_push += 1

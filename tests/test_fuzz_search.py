@@ -28,6 +28,8 @@ from tests.test_fuzz_journal import check_journal
 from tests.test_fuzz_parser import FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, fuzz_settings
 from tests.test_search_support import CORPUS, build_journal, local_searcher, searcher_opener, sync_corpus
 
+# Ids with a lone surrogate (JSON "\ud800" from an MCP client) fail in the stores: see the xfail test at the end.
+IDS = [i for i in HOSTILE_IDS if not any("\ud800" <= c <= "\udfff" for c in i)]
 # Sequence numbers within SQLite's 64 bits (beyond them: the xfail tests below), edges included.
 seqs = st.one_of(st.none(), st.integers(-10, 2**63 - 1), st.sampled_from([0, -1, 2**31, 2**63 - 1]))
 SYNTAX = ['"', "'", "*", "^", "(", ")", ":", "-", "+", "NEAR", "AND", "OR", "NOT", "content:", "{", "}", "\\",
@@ -46,7 +48,7 @@ times = st.one_of(st.none(), st.sampled_from(["2026-01-02", "2026-01-02T10:00:00
 filters = st.fixed_dictionaries({}, optional={
     "project_path": st.one_of(st.sampled_from(["/work/alpha", "/work/alpha/", "/", "/work/al%", "/work/alph_"]
                                               + HOSTILE_PATHS), st.text(max_size=20)),
-    "session_id": st.one_of(st.sampled_from(list(CORPUS)), st.sampled_from(HOSTILE_IDS)),
+    "session_id": st.one_of(st.sampled_from(list(CORPUS)), st.sampled_from(IDS)),
     "role": st.one_of(st.sampled_from(["user", "assistant", "system"]), st.text(max_size=8)),
     "since": times, "until": times,
     "include_subagents": st.booleans(),
@@ -85,7 +87,7 @@ def test_every_search_mode_answers_any_query_or_says_why(searcher, query, mode, 
 
 @seed(402)
 @fuzz_settings(60, 2_000)
-@given(st.one_of(st.sampled_from(list(CORPUS) + HOSTILE_IDS), st.text(max_size=30)),
+@given(st.one_of(st.sampled_from(list(CORPUS) + IDS), st.text(max_size=30)),
        seqs, seqs, st.integers(-5, 1000), st.one_of(st.none(), st.sampled_from(["/work/alpha"] + HOSTILE_PATHS)))
 def test_reading_and_listing_answer_any_ids_and_ranges(searcher, session, start, end, limit, project):
     for action in (lambda: searcher.conversation(session, start, end, limit=max(limit, 1)),
@@ -226,7 +228,7 @@ mcp_calls = st.one_of(
                                                                   if k not in ("per_session",)}}),
               queries, filters),
     st.builds(lambda s, a, b, n: ("get_conversation", {"session_id": s, "start_seq": a, "end_seq": b, "limit": n}),
-              st.one_of(st.sampled_from(list(CORPUS) + HOSTILE_IDS), st.text(max_size=20)),
+              st.one_of(st.sampled_from(list(CORPUS) + IDS), st.text(max_size=20)),
               seqs, seqs, st.integers(-5, 600)),
     st.builds(lambda n, p, sub: ("list_recent_sessions", {"limit": n, "project_path": p, "include_subagents": sub}),
               st.integers(-5, 300), st.one_of(st.none(), st.sampled_from(HOSTILE_PATHS)), st.booleans()),
@@ -266,4 +268,24 @@ def test_get_conversation_beyond_64_bits_is_a_clear_tool_error(mcp_server, argum
             with pytest.raises(ToolError) as info:
                 await client.call_tool("get_conversation", {"session_id": "s-migrate", argument: 2**63})
             assert "Error calling tool" not in str(info.value), str(info.value)
+    asyncio.run(go())
+
+
+@pytest.mark.xfail(strict=True, reason="search.py / localstore/search.py bind filters and ids as given: a lone "
+                                       "surrogate (an MCP client's JSON escape \\ud800) raises UnicodeEncodeError in "
+                                       "apsw, masked as 'Error calling tool' instead of a clear message or no match")
+@pytest.mark.parametrize("tool, arguments", [
+    ("search_memory", {"query": "migration", "session_id": "s-\ud800"}),
+    ("search_memory", {"query": "migration \ud800"}),
+    ("search_memory", {"query": "migration", "project_path": "/work/\udcff"}),
+    ("get_conversation", {"session_id": "s-\ud800"}),
+    ("list_recent_sessions", {"project_path": "/work/\ud800"}),
+], ids=["session filter", "query", "project filter", "conversation", "recent sessions"])
+def test_a_lone_surrogate_in_mcp_arguments_is_a_clear_answer(mcp_server, tool, arguments):
+    async def go():
+        async with Client(mcp_server) as client:
+            try:
+                await client.call_tool(tool, arguments)
+            except ToolError as exc:
+                assert "Error calling tool" not in str(exc), str(exc)
     asyncio.run(go())
