@@ -268,6 +268,25 @@ def run_sample(sample, provider, changes, modes, workdir, label_mode="names"):
     return rows, built
 
 
+# -- the person's own kind of queries ----------------------------------------------------------
+
+def run_own(queries, transcripts, provider, changes, modes, workdir):
+    """Session-level ``evaluate.ModeResult`` per mode of a ``chats eval`` query file over Claude Code
+    transcripts, imported and embedded like a LoCoMo conversation (roles as labels)."""
+    from claude_chats.localstore.journal import Journal, discover
+
+    journal = Journal.open(os.path.join(tempfile.mkdtemp(prefix="own-", dir=workdir), "journal.db"))
+    try:
+        journal.import_files(discover([transcripts]))
+        if "header" in changes:
+            retrieval.index_journal(journal, provider)
+        else:
+            evaluate.embed_journal(journal, provider)
+        return evaluate.evaluate(searcher_for(journal, provider, changes), evaluate.load_queries(queries), modes)
+    finally:
+        journal.close()
+
+
 # -- report --------------------------------------------------------------------------------
 
 def summary(rows, modes):
@@ -316,11 +335,16 @@ def main(argv=None):
                         help="with 'header': embed a turn as '<speaker name> (<date>): ...' or '<role> (<date>): ...'")
     parser.add_argument("--cache", default=os.path.expanduser("~/.cache/claude-chats-bench"),
                         help="embedding cache folder ('' to disable)")
+    parser.add_argument("--own", metavar="QUERIES.jsonl", help="also score a `chats eval` query file "
+                        "(session recall, MRR, nDCG) over --own-transcripts with the same changes")
+    parser.add_argument("--own-transcripts", metavar="DIR", help="Claude Code transcripts for --own")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
 
     with open(args.data, encoding="utf-8") as fh:
         samples = json.load(fh)
+    if bool(args.own) != bool(args.own_transcripts):
+        parser.error("--own and --own-transcripts go together")
     if args.conversations:
         wanted = args.conversations.split(",")
         samples = [s for s in samples if s["sample_id"] in wanted]
@@ -340,11 +364,18 @@ def main(argv=None):
             seconds += built
             print(f"{sample['sample_id']}: {len(sample_rows) // len(modes)} questions, built in {built:.1f} s",
                   file=sys.stderr)
+    own = None
+    if args.own:
+        with tempfile.TemporaryDirectory(prefix="own-") as workdir:
+            own = run_own(args.own, args.own_transcripts, provider, changes, modes, workdir)
     result = {"changes": changes, "labels": args.labels if "header" in changes else None, "model": provider.space.describe(),
               "conversations": [s["sample_id"] for s in samples], "modes": summary(rows, modes),
-              "embedded_now": getattr(provider, "computed", None), "from_cache": getattr(provider, "reused", None)}
+              "embedded_now": getattr(provider, "computed", None), "from_cache": getattr(provider, "reused", None),
+              "own": [r.as_dict() for r in own] if own else None}
     provider.close()
     print(json.dumps(result, indent=2) if args.json else render(result))
+    if own and not args.json:
+        print(f"\n{args.own} over {args.own_transcripts}:\n{evaluate.results_table(own)}")
 
 
 if __name__ == "__main__":
