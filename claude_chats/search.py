@@ -316,11 +316,21 @@ class Searcher:
     embedding provider; it is called on the first search that needs vectors.
     """
 
-    def __init__(self, local=None, remote=None, provider_factory=None):
+    def __init__(self, local=None, remote=None, provider_factory=None, redact=False):
         self.local, self.remote, self.provider_factory = local, remote, provider_factory
+        self.redact = redact  # secrets out of queries sent to a remote embedding API
         self._provider = None
         self._canaries = {}
         self._lock = threading.RLock()
+
+    def _outgoing(self, query):
+        """The query as the provider may see it: redacted when it leaves the machine."""
+        from .models import is_remote
+
+        if self.redact and is_remote(self._provider):
+            from .redact import redact
+            return redact(query)
+        return query
 
     def warm(self):
         """Load what the first search would need: the embedding model and the journal's vector index."""
@@ -408,7 +418,7 @@ class Searcher:
         if request.vector is None:
             started = time.perf_counter()
             try:
-                request.vector = self._provider.embed_query(request.query)
+                request.vector = self._provider.embed_query(self._outgoing(request.query))
             except ProviderError as exc:
                 if request.mode == "semantic":
                     raise SearchError(f"the embedding model failed, semantic search cannot run: {exc}. "
@@ -514,7 +524,7 @@ def open_searcher(settings=None, journal_path=None, use_postgres=True, wait=1.5,
 
         remote = PgLink(settings.database_url, settings.allow_insecure_remote, wait=wait, retry_after=retry_after)
         remote.start()
-    return Searcher(local, remote, lambda: _provider(settings))
+    return Searcher(local, remote, lambda: _provider(settings), redact=bool(settings.redact))
 
 
 def _provider(settings):

@@ -309,8 +309,6 @@ class _Embeddings(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.xfail(strict=True, reason="search.py Searcher (request.vector = provider.embed_query(request.query)): "
-                                       "the query is sent to a remote embedding API unredacted")
 def test_a_semantic_query_sent_to_a_remote_embedding_api_is_redacted(tmp_path, monkeypatch):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
     threading.Thread(target=server.serve_forever, daemon=True).start()

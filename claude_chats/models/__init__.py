@@ -38,7 +38,7 @@ PROVIDERS = {
 __all__ = [
     "CANARY_TEXT", "DOCUMENT", "PROVIDERS", "QUERY", "Chunk", "EmbeddingProvider", "Space",
     "canary_vector", "check_canary", "chunk_text", "cosine", "embed_texts", "get_provider",
-    "normalize", "provider_class", "register", "require",
+    "is_remote", "normalize", "provider_class", "register", "require",
 ]
 
 
@@ -71,3 +71,18 @@ def get_provider(settings=None, /, **overrides):
     else:
         name = settings.provider
     return provider_class(name).from_settings(settings, **overrides)
+
+
+def is_remote(provider):
+    """Whether text given to ``provider`` leaves the machine: hosted APIs always,
+    HTTP providers (an Ollama daemon) when their server is not local."""
+    if getattr(provider, "name", None) in ("bedrock", "openai"):
+        return True
+    base_url = getattr(provider, "base_url", None)
+    if not base_url:
+        return False
+    from urllib.parse import urlsplit
+
+    from ..sync import dburl
+
+    return not dburl.is_local_host(urlsplit(str(base_url)).hostname or "")

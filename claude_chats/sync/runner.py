@@ -6,6 +6,7 @@ provider and store themselves.
 """
 
 from .. import config
+from ..models import is_remote
 from ..errors import PostgresUnavailable, ProviderError
 from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, SyncReport, Syncer, record
 from .lock import SyncLock
@@ -72,25 +73,11 @@ def redactor(settings, provider):
     """
     if not settings.redact:
         return None
-    if not (settings.database_url or _remote_provider(provider)):
+    if not (settings.database_url or is_remote(provider)):
         return None
     from ..redact import redact
 
     return redact
-
-
-def _remote_provider(provider):
-    """Hosted APIs always; HTTP providers (Ollama) when their server is not local."""
-    if getattr(provider, "name", None) in ("bedrock", "openai"):
-        return True
-    base_url = getattr(provider, "base_url", None)
-    if not base_url:
-        return False
-    from urllib.parse import urlsplit
-
-    from . import dburl
-
-    return not dburl.is_local_host(urlsplit(str(base_url)).hostname or "")
 
 
 def _remember(opened, thing):
