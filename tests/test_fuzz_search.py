@@ -28,9 +28,9 @@ from tests.test_fuzz_journal import check_journal
 from tests.test_fuzz_parser import FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, fuzz_settings
 from tests.test_search_support import CORPUS, build_journal, local_searcher, searcher_opener, sync_corpus
 
-# Ids with a lone surrogate (JSON "\ud800" from an MCP client) fail in the stores: see the xfail test at the end.
+# Ids with a lone surrogate (JSON "\ud800" from an MCP client) get a clear ToolError: see the test at the end.
 IDS = [i for i in HOSTILE_IDS if not any("\ud800" <= c <= "\udfff" for c in i)]
-# Sequence numbers within SQLite's 64 bits (beyond them: the xfail tests below), edges included.
+# Sequence numbers within SQLite's 64 bits (beyond them: the tests below), edges included.
 seqs = st.one_of(st.none(), st.integers(-10, 2**63 - 1), st.sampled_from([0, -1, 2**31, 2**63 - 1]))
 SYNTAX = ['"', "'", "*", "^", "(", ")", ":", "-", "+", "NEAR", "AND", "OR", "NOT", "content:", "{", "}", "\\",
           "%", "_", ";", "--", "/*", "\x00", "\n", "🎉", "İ", "ß", "\u200b", "  "]
@@ -271,9 +271,6 @@ def test_get_conversation_beyond_64_bits_is_a_clear_tool_error(mcp_server, argum
     asyncio.run(go())
 
 
-@pytest.mark.xfail(strict=True, reason="search.py / localstore/search.py bind filters and ids as given: a lone "
-                                       "surrogate (an MCP client's JSON escape \\ud800) raises UnicodeEncodeError in "
-                                       "apsw, masked as 'Error calling tool' instead of a clear message or no match")
 @pytest.mark.parametrize("tool, arguments", [
     ("search_memory", {"query": "migration", "session_id": "s-\ud800"}),
     ("search_memory", {"query": "migration \ud800"}),

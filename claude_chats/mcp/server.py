@@ -172,6 +172,9 @@ def _call(ctx, action):
         return action(ctx.lifespan_context["searcher"].get())
     except ClaudeChatsError as exc:
         raise ToolError(str(exc)) from None
+    except UnicodeEncodeError:
+        # A JSON escape of a lone surrogate ("\\ud800") cannot be matched against UTF-8 text.
+        raise ToolError("an argument is not valid Unicode text (a lone surrogate); send UTF-8 text") from None
 
 
 def main():
