@@ -222,10 +222,6 @@ def test_postgres_connection_cut_at_every_point_of_a_push(cutting, pg_db_url):
           f"{reported} reported by the sync, {cuts - reported} after its work was done")
 
 
-@pytest.mark.xfail(strict=True, reason="sync/store.py PgStore.open: a connection lost during migrations.migrate or "
-                                       "pg.register_vector_type raises psycopg.OperationalError, which run_sync does "
-                                       "not turn into PostgresUnavailable: `chats sync` dies with a traceback (the "
-                                       "messages stay pending)")
 @pytest.mark.parametrize("fraction", [0.5, 0.8, 0.95])
 def test_postgres_lost_while_the_store_opens_is_a_one_line_report(cutting, fraction):
     proxy, transcripts, opening = cutting

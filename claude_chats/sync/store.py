@@ -10,7 +10,10 @@ directory) inserts nothing the second time.
 import json
 import math
 
-from . import faults, migrations, pg
+import psycopg
+
+from ..errors import PostgresUnavailable
+from . import dburl, faults, migrations, pg
 from .records import PushResult
 
 HNSW_MAX_DIMS = 2000      # pgvector's index limit for vector; halfvec indexes go to 4000
@@ -144,6 +147,10 @@ class PgStore:
             if migrate:
                 migrations.migrate(conn)
             pg.register_vector_type(conn, url)
+        except psycopg.OperationalError as exc:  # the connection was lost while it was being set up
+            conn.close()
+            raise PostgresUnavailable(f"lost the connection to {dburl.mask(url)} while opening it: "
+                                      f"{dburl.scrub(' '.join(str(exc).split()), url)}") from None
         except BaseException:
             conn.close()
             raise
@@ -239,7 +246,6 @@ class PgStore:
 
     def describe_error(self, exc):
         """One line about a psycopg error, with the URL's password scrubbed."""
-        from . import dburl
         text = " ".join(str(exc).split()) or type(exc).__name__
         return dburl.scrub(text, self.url)
 
