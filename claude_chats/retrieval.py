@@ -21,14 +21,15 @@ help. The search stack wires them in at these seams:
 ``Searcher`` over it; the benchmark and the tests use them.
 """
 
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from . import search
 from .localstore import fts
 from .localstore.search import LocalSearch, _filters, fts_match
 
-TEXT_RECIPE = "speaker-date-1"
 LABELS = {"user": "user", "assistant": "assistant", "system": "system"}
+PREVIOUS_CHARS = 300       # the context recipe: this much of the previous text message goes first
 NEIGHBOUR_SPAN = 2         # messages either side whose full-text score a message borrows
 NEIGHBOUR_WEIGHT = 0.35    # ... at this fraction
 FULLTEXT_POOL = 1000       # full-text matches scored before neighbours are added
@@ -36,6 +37,19 @@ LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}
 
 
 # -- what is embedded ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Recipe:
+    """What text is embedded for a message: ``header`` + content, after ``previous_chars`` of the
+    session's previous text message when set. ``name`` goes into the space options."""
+
+    name: str
+    previous_chars: int = 0
+
+
+HEADER = Recipe("speaker-date-1")
+CONTEXT = Recipe("context-1", PREVIOUS_CHARS)
+
 
 def header(role, created_at, labels=None):
     """``"Caroline (8 May 2023): "``: who speaks, and when (the date only; no date, no brackets)."""
@@ -54,12 +68,18 @@ def _day(created_at):
     return f"{moment.day} {moment:%B %Y}"
 
 
-def embedding_text(content, role, created_at, labels=None):
-    return header(role, created_at, labels) + content
+def prefix(message, labels=None, recipe=HEADER):
+    """What goes before a message's content (each of its chunks) when it is embedded."""
+    before = ""
+    previous = message.get("previous")
+    if recipe.previous_chars and previous:
+        text = " ".join(previous["content"][:recipe.previous_chars].split())
+        before = f"{(labels or LABELS).get(previous['role'], previous['role'])}: {text}\n"
+    return before + header(message["role"], message["created_at"], labels)
 
 
 class _Prefixed:
-    """``provider`` with a fixed prefix before every document: chunks are sized so that prefix + chunk fits."""
+    """``provider`` seen through a fixed prefix: chunks are sized so that prefix + chunk fits."""
 
     def __init__(self, provider, prefix):
         self.provider, self.prefix, self.model_id = provider, prefix, provider.model_id
@@ -70,30 +90,26 @@ class _Prefixed:
     def window_chars(self, text, *kind):
         return max(1, self.provider.window_chars(self.prefix + text, *kind) - len(self.prefix))
 
-    def embed_documents(self, texts):
-        return self.provider.embed_documents([self.prefix + text for text in texts])
 
+def embed_messages(provider, messages, labels=None, recipe=HEADER):
+    """Per message (dicts with ``content``, ``role``, ``created_at``, optionally ``previous``: a dict
+    with ``role`` and ``content``), its ``[models.Chunk]``: the content's chunks (spans in content
+    coordinates), each embedded after the message's ``prefix``."""
+    from .models import Chunk, chunk_text
 
-def embed_messages(provider, messages, labels=None):
-    """Per message (dicts with ``content``, ``role``, ``created_at``), its ``[models.Chunk]``:
-    the content's chunks (spans in content coordinates), each embedded after the message's header."""
-    from .models import embed_texts
-
-    groups = {}
-    for i, message in enumerate(messages):
-        groups.setdefault(header(message["role"], message["created_at"], labels), []).append(i)
-    out = [None] * len(messages)
-    for prefix, members in groups.items():
-        embedded = embed_texts(_Prefixed(provider, prefix), [messages[i]["content"] or "" for i in members])
-        for i, chunks in zip(members, embedded):
-            out[i] = chunks
-    return out
+    spans, texts = [], []
+    for message in messages:
+        before = prefix(message, labels, recipe)
+        spans.append(chunk_text(message["content"] or "", _Prefixed(provider, before)))
+        texts += [before + chunk for _, _, chunk in spans[-1]]
+    vectors = iter(provider.embed_documents(texts))
+    return [[Chunk(n, start, end, next(vectors)) for n, (start, end, _) in enumerate(chunks)] for chunks in spans]
 
 
 class RecipeProvider:
-    """``provider`` with the text recipe in its space (its vectors are of ``embedding_text``)."""
+    """``provider`` with the recipe in its space: its vectors are of the recipe's text, not the content."""
 
-    def __init__(self, provider, recipe=TEXT_RECIPE):
+    def __init__(self, provider, recipe=HEADER):
         self.provider, self.recipe = provider, recipe
 
     def __getattr__(self, name):
@@ -104,7 +120,7 @@ class RecipeProvider:
         from .models import Space
 
         base = self.provider.space
-        return Space(base.provider, base.model, base.dimensions, {**base.options, "text": self.recipe})
+        return Space(base.provider, base.model, base.dimensions, {**base.options, "text": self.recipe.name})
 
     def embed_query(self, text):
         return self.provider.embed_query(text)
@@ -116,20 +132,33 @@ class RecipeProvider:
         self.provider.close()
 
 
-def index_journal(journal, provider, labels=None, batch=256):
-    """Embed every message of ``journal`` with ``embedding_text`` into the recipe's space; returns its id."""
+def index_journal(journal, provider, labels=None, recipe=HEADER, batch=256):
+    """Embed every message of ``journal`` with the recipe's text into the recipe's space; returns its id."""
     from .localstore import vectors
     from .models import canary_vector
 
-    recipe = RecipeProvider(provider)
-    space_id = vectors.ensure_space(journal.conn, recipe.space, canary_vector(provider))
-    rows = journal.conn.execute("SELECT id, role, created_at, content FROM messages ORDER BY id").fetchall()
-    for start in range(0, len(rows), batch):
-        part = [dict(zip(("id", "role", "created_at", "content"), row)) for row in rows[start:start + batch]]
+    space_id = vectors.ensure_space(journal.conn, RecipeProvider(provider, recipe).space, canary_vector(provider))
+    messages = with_previous(journal.conn.execute(
+        "SELECT id, session_id, role, kind, created_at, content FROM messages ORDER BY session_id, seq"))
+    for start in range(0, len(messages), batch):
+        part = messages[start:start + batch]
         with journal.conn:
-            for row, chunks in zip(part, embed_messages(provider, part, labels)):
-                vectors.write_message_vectors(journal.conn, space_id, row["id"], chunks)
+            for message, chunks in zip(part, embed_messages(provider, part, labels, recipe)):
+                vectors.write_message_vectors(journal.conn, space_id, message["id"], chunks)
     return space_id
+
+
+def with_previous(rows):
+    """Message dicts of (id, session_id, role, kind, created_at, content) rows in session order, each
+    with ``previous``: the session's last text message before it (None for the first)."""
+    out, last = [], {}
+    for i, session, role, kind, created_at, content in rows:
+        message = {"id": i, "role": role, "created_at": created_at, "content": content,
+                   "previous": last.get(session)}
+        if kind == "text":
+            last[session] = message
+        out.append(message)
+    return out
 
 
 # -- how a query is run ------------------------------------------------------------------
@@ -172,10 +201,13 @@ class TunedSearch(LocalSearch):
         return reweigh(super().candidates(plan), plan.rrf_k, self.weights)
 
     def fulltext(self, plan):
+        """Messages by bm25 plus what their neighbours lend (at most ``plan.candidates``). A neighbour
+        lends whatever its role or time: the filters choose what is ranked, not what is read."""
         match = fulltext_match(plan.text) if self.match == "any" else fts_match(plan.text, plan.match)
         if match is None:
             return []
-        where, args = _filters(plan.filters)
+        lending = self.span and self.weight
+        where, args = _filters(replace(plan.filters, role=None, since=None, until=None) if lending else plan.filters)
         rows = self.conn.execute(
             f"SELECT m.id, m.session_id, m.seq, -bm25(messages_fts) FROM messages_fts "
             f"JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
@@ -183,8 +215,8 @@ class TunedSearch(LocalSearch):
             (match, *args, FULLTEXT_POOL)).fetchall()
         matched = {(session, seq): score for _, session, seq, score in rows}
         places = {(session, seq): i for i, session, seq, _ in rows}
-        if self.span and self.weight and matched:
-            places = self._around(matched, where, args)
+        if lending and matched:
+            places = self._around(matched, *_filters(plan.filters))
             matched = with_neighbours(matched, places, self.span, self.weight)
         ranked = sorted(matched.items(), key=lambda item: (-item[1], places[item[0]]))[:plan.candidates]
         return [search.Candidate(places[place], place[0], scores={"fulltext": score}) for place, score in ranked]
@@ -202,8 +234,8 @@ class TunedSearch(LocalSearch):
         return {(session, seq): i for session, seq, i in rows}
 
 
-def searcher(journal, provider_factory, recipe=True, **tuning):
-    """A ``Searcher`` over ``journal`` with the tuned backend (``TunedSearch(**tuning)``);
-    ``recipe``: the vectors are ``index_journal``'s (else sync's, of the plain content)."""
-    factory = (lambda: RecipeProvider(provider_factory())) if recipe else provider_factory
+def searcher(journal, provider_factory, recipe=HEADER, **tuning):
+    """A ``Searcher`` over ``journal`` with the tuned backend (``TunedSearch(**tuning)``); the
+    vectors are ``index_journal``'s with ``recipe`` (None: sync's, of the plain content)."""
+    factory = (lambda: RecipeProvider(provider_factory(), recipe)) if recipe else provider_factory
     return search.Searcher(TunedSearch(journal, **tuning), None, factory)

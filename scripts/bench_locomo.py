@@ -12,7 +12,8 @@ engine with the configured (or ``--model``) embedding model, and searched with
 the real ``Searcher`` over the journal in each mode. ``--changes`` picks which of
 ``claude_chats.retrieval``'s changes apply (default: all of them; ``none``: the
 search code as it is): ``or`` (full text matches any query term), ``header``
-(each turn embedded as "<speaker> (<date>): <text>"), ``neighbours`` (a turn's
+(each turn embedded as "<speaker> (<date>): <text>"), ``context`` (the same after
+the session's previous text message), ``neighbours`` (a turn's
 full-text score borrows from the turns around it), ``weights`` (semantic leg
 at half the full-text leg's weight in the fusion).
 
@@ -43,7 +44,8 @@ from claude_chats import evaluate, retrieval  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = ("fulltext", "semantic", "hybrid")
-CHANGES = ("or", "header", "neighbours", "weights")   # see claude_chats.retrieval
+CHANGES = ("or", "header", "context", "neighbours", "weights")   # see claude_chats.retrieval
+DEFAULT_CHANGES = ("or", "header", "neighbours", "weights")
 NAMESPACE = uuidlib.UUID("6d4c2b3a-6f1e-4e0b-9a57-1c0c3b1e2d10")
 DEPTH = 50          # turns ranked per question (enough for session recall@5 and turn recall@25)
 
@@ -214,14 +216,24 @@ def build(sample, folder, provider, changes, label_mode="names"):
     stats = journal.import_files(files)
     if stats.errors:
         raise SystemExit(f"{sample['sample_id']}: import failed: {stats.errors[:3]}")
-    if "header" in changes:
-        retrieval.index_journal(journal, provider, labels=labels(sample, label_mode))
-    else:
-        evaluate.embed_journal(journal, provider)     # what `chats sync` embeds: the content
+    embed(journal, provider, changes, labels(sample, label_mode))
     by_uuid = {turn_uuid(sample["sample_id"], t["dia_id"]): t["dia_id"]
                for n in session_numbers(sample["conversation"]) for t in sample["conversation"][f"session_{n}"]}
     stored = [uuid for uuid, in journal.conn.execute("SELECT uuid FROM messages")]
     return journal, {uuid: by_uuid.get(uuid.split("#")[0]) for uuid in stored}
+
+
+def recipe(changes):
+    if "context" in changes:
+        return retrieval.CONTEXT
+    return retrieval.HEADER if "header" in changes else None
+
+
+def embed(journal, provider, changes, names=None):
+    if recipe(changes):
+        retrieval.index_journal(journal, provider, labels=names, recipe=recipe(changes))
+    else:
+        evaluate.embed_journal(journal, provider)     # what `chats sync` embeds: the content
 
 
 def searcher_for(journal, provider, changes):
@@ -232,7 +244,7 @@ def searcher_for(journal, provider, changes):
     if not changes:
         return Searcher(LocalSearch(journal), None, lambda: provider)
     return retrieval.searcher(
-        journal, lambda: provider, recipe="header" in changes, match="any" if "or" in changes else "all",
+        journal, lambda: provider, recipe=recipe(changes), match="any" if "or" in changes else "all",
         weight=retrieval.NEIGHBOUR_WEIGHT if "neighbours" in changes else 0,
         weights=retrieval.LEG_WEIGHTS if "weights" in changes else {"fulltext": 1.0, "semantic": 1.0})
 
@@ -278,10 +290,7 @@ def run_own(queries, transcripts, provider, changes, modes, workdir):
     journal = Journal.open(os.path.join(tempfile.mkdtemp(prefix="own-", dir=workdir), "journal.db"))
     try:
         journal.import_files(discover([transcripts]))
-        if "header" in changes:
-            retrieval.index_journal(journal, provider)
-        else:
-            evaluate.embed_journal(journal, provider)
+        embed(journal, provider, changes)
         return evaluate.evaluate(searcher_for(journal, provider, changes), evaluate.load_queries(queries), modes)
     finally:
         journal.close()
@@ -328,9 +337,9 @@ def main(argv=None):
     parser.add_argument("--model", help="embedding model (GGUF path or name; default: the configured model)")
     parser.add_argument("--conversations", help="comma-separated sample ids (default: all 10)")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--changes", default=",".join(CHANGES),
+    parser.add_argument("--changes", default=",".join(DEFAULT_CHANGES),
                         help=f"retrieval changes to apply, comma-separated, from {', '.join(CHANGES)} "
-                             "(default: all; 'none': the search code as it is)")
+                             f"(default: {','.join(DEFAULT_CHANGES)}; 'none': the search code as it is)")
     parser.add_argument("--labels", choices=("names", "roles"), default="names",
                         help="with 'header': embed a turn as '<speaker name> (<date>): ...' or '<role> (<date>): ...'")
     parser.add_argument("--cache", default=os.path.expanduser("~/.cache/claude-chats-bench"),
@@ -368,7 +377,7 @@ def main(argv=None):
     if args.own:
         with tempfile.TemporaryDirectory(prefix="own-") as workdir:
             own = run_own(args.own, args.own_transcripts, provider, changes, modes, workdir)
-    result = {"changes": changes, "labels": args.labels if "header" in changes else None, "model": provider.space.describe(),
+    result = {"changes": changes, "labels": args.labels if recipe(changes) else None, "model": provider.space.describe(),
               "conversations": [s["sample_id"] for s in samples], "modes": summary(rows, modes),
               "embedded_now": getattr(provider, "computed", None), "from_cache": getattr(provider, "reused", None),
               "own": [r.as_dict() for r in own] if own else None}

@@ -244,3 +244,90 @@ def test_bakeoff_spaces_are_separate(tmp_path, journal, test_model_path, f32_mod
         assert [m for _, m in spaces] == ["all-MiniLM-L6-v2.f16", "all-MiniLM-L6-v2.f32"]
         per_space = dict(scratch.conn.execute("SELECT space_id, count(*) FROM chunks GROUP BY space_id").fetchall())
         assert set(per_space.values()) == {sum(len(t) for _, t in SESSIONS.values())}
+
+
+# -- tuned retrieval (claude_chats.retrieval) ---------------------------------------------------
+
+def test_headers_say_who_and_when():
+    from claude_chats import retrieval
+
+    assert retrieval.header("user", "2023-05-08T13:56:00.000Z") == "user (8 May 2023): "
+    assert retrieval.header("assistant", "2023-05-08T13:56:00Z", {"assistant": "Melanie"}) == "Melanie (8 May 2023): "
+    assert retrieval.header("user", None) == retrieval.header("user", "not a date") == "user: "
+    previous = {"role": "assistant", "content": "x" * 400 + " the tail"}
+    message = {"role": "user", "created_at": "2026-01-02T00:00:00Z", "content": "ok", "previous": previous}
+    assert retrieval.prefix(message) == "user (2 January 2026): "
+    assert retrieval.prefix(message, recipe=retrieval.CONTEXT) == f"assistant: {'x' * 300}\nuser (2 January 2026): "
+
+
+def test_previous_is_the_last_text_message_of_the_same_session():
+    from claude_chats import retrieval
+
+    rows = [(1, "a", "user", "text", None, "question"), (2, "a", "assistant", "tool_use", None, "Bash: ls"),
+            (3, "a", "assistant", "text", None, "answer"), (4, "b", "user", "text", None, "other")]
+    previous = [m["previous"] and m["previous"]["content"] for m in retrieval.with_previous(rows)]
+    assert previous == [None, "question", "question", None]
+
+
+def test_full_text_reads_a_question_as_any_of_its_words():
+    from claude_chats import retrieval
+
+    assert retrieval.fulltext_match("When did Caroline go to the support group?") == \
+        '"Caroline" OR "go" OR "support" OR "group"'
+    assert retrieval.fulltext_match("what is it") == '"what" OR "is" OR "it"'
+    assert retrieval.fulltext_match("?!") is None
+
+
+def test_neighbours_lend_part_of_their_score():
+    from claude_chats import retrieval
+
+    matched = {("s", 1): 2.0, ("s", 3): 1.0, ("t", 2): 4.0}
+    places = [("s", 0), ("s", 1), ("s", 2), ("s", 3), ("s", 5), ("t", 2)]
+    scored = retrieval.with_neighbours(matched, places, span=2, weight=0.5)
+    assert scored == {("s", 0): 1.0, ("s", 1): 2.5, ("s", 2): 1.5, ("s", 3): 2.0, ("s", 5): 0.5, ("t", 2): 4.0}
+
+
+def test_weighted_fusion():
+    from claude_chats import retrieval
+    from claude_chats.search import Candidate
+
+    a = Candidate(1, "s", ranks={"fulltext": 1, "semantic": 3})
+    b = Candidate(2, "s", ranks={"semantic": 1})
+    fused = retrieval.reweigh([b, a], {"fulltext": 60, "semantic": 60}, {"fulltext": 1.0, "semantic": 0.5})
+    assert [c.key for c in fused] == [1, 2]
+    assert fused[0].score == pytest.approx(1 / 61 + 0.5 / 63) and fused[1].score == pytest.approx(0.5 / 61)
+
+
+def test_long_messages_are_chunked_under_their_header(minilm):
+    from claude_chats import retrieval
+
+    long = " ".join(f"word{i}" for i in range(900))
+    messages = [{"role": "user", "created_at": "2026-01-02T00:00:00Z", "content": long},
+                {"role": "assistant", "created_at": None, "content": "short reply"}]
+    chunked, short = retrieval.embed_messages(minilm, messages)
+    assert len(chunked) > 1 and chunked[0].start == 0 and chunked[-1].end == len(long)
+    assert all(a.end > b.start for a, b in zip(chunked, chunked[1:]))      # overlapping, no gap
+    head = "user (2 January 2026): "
+    assert all(minilm.fits(head + long[c.start:c.end]) for c in chunked)
+    expected = minilm.embed_documents([head + long[chunked[1].start:chunked[1].end], "assistant: short reply"])
+    assert chunked[1].vector == pytest.approx(expected[0], abs=1e-4)
+    assert short[0].vector == pytest.approx(expected[1], abs=1e-4) and (short[0].start, short[0].end) == (0, 11)
+
+
+def test_tuned_search_over_the_journal(journal, minilm):
+    from claude_chats import retrieval
+
+    space_id = retrieval.index_journal(journal, minilm)
+    space = journal.conn.execute("SELECT key FROM spaces WHERE id = ?", (space_id,)).fetchall()[0][0]
+    assert '"text":"speaker-date-1"' in space
+    searcher = retrieval.searcher(journal, lambda: minilm)
+    # the answer shares no word with the question: its neighbour (the question asked) does
+    result = searcher.search("certificate expired", mode="fulltext", per_session=0, limit=5)
+    top = [(h["session_id"], h["seq"]) for h in result["hits"][:2]]
+    assert top == [("s-tls", 0), ("s-tls", 1)] and result["hits"][1]["scores"]["fulltext"] > 0
+    hybrid = searcher.search("kubernetes workload crashing from RAM exhaustion", per_session=1)
+    assert hybrid["hits"][0]["session_id"] == "s-oom" and hybrid["modes_run"] == ["fulltext", "semantic"]
+    users = searcher.search("certificate expired", mode="fulltext", role="assistant", per_session=0)
+    assert {h["role"] for h in users["hits"]} == {"assistant"}
+    rows = evaluate.evaluate(searcher, [Query(f"q{i}", q, tuple(rel)) for i, (q, rel) in enumerate(QUERIES)])
+    assert {r.mode: round(r.metrics["recall@10"], 3) for r in rows}["hybrid"] >= 0.9
