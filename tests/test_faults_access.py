@@ -257,8 +257,6 @@ def test_default_sync_pushes_no_secret(tmp_path, pg_db_url, default_sync):
     assert not [s.name for s in samples if s.secret in remote]
 
 
-@pytest.mark.xfail(strict=True, reason="sync/journal_io.py conversations(): the session's name (a /rename title, a "
-                                       "summary) is pushed to Postgres as it is; redaction covers message text only")
 def test_default_sync_pushes_no_secret_in_a_session_name(tmp_path, pg_db_url, default_sync):
     import psycopg
 

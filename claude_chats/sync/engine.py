@@ -118,6 +118,15 @@ class Syncer:
         if stored is not None and len(stored) == len(self.space.canary):
             check_canary(space, stored, self.provider)
 
+    def _outgoing(self, conversations):
+        """Conversations as Postgres gets them: names redacted like message text.
+
+        The journal's own rows keep the original (marking compares against them).
+        """
+        if self.redact is None:
+            return conversations
+        return [c._replace(name=self.redact(c.name)) if c.name else c for c in conversations]
+
     def _sync_purges(self):
         """Purges queued here go to Postgres; every machine's tombstones apply here, before pushing."""
         if self.store is not None:
@@ -171,7 +180,7 @@ class Syncer:
         if self.store is None:
             return
         conversations = journal_io.conversations(self.journal.conn, {m.session_id for m in messages})
-        batch = Batch(conversations, messages, chunks, self.space)
+        batch = Batch(self._outgoing(conversations), messages, chunks, self.space)
         self._pg(pusher.submit, batch, lambda result: self._pushed(rows, conversations, result))
 
     def _pushed(self, rows, conversations, result):
@@ -212,7 +221,7 @@ class Syncer:
             sessions = journal_io.unpushed_sessions(self.journal.conn, self.batch_size)
             if not sessions:
                 return
-            result = self._pg(self.store.push, Batch(sessions, [], [], None))
+            result = self._pg(self.store.push, Batch(self._outgoing(sessions), [], [], None))
             journal_io.mark_sessions_pushed(self.journal.conn, sessions)
             self.report.conversations += result.conversations
             if len(sessions) < self.batch_size:
