@@ -108,7 +108,7 @@ def test_postgres_outage_mid_sync_then_recovery(tmp_path, pg_db_url):
     small batches, drawn over the measured length of a complete one: the sync reports it and loses
     nothing; once Postgres is back the next sync completes and the stores agree."""
     rng = random.Random(8002)
-    outages = 12 if LONG else 2
+    outages = 12 if LONG else 1
     proxy = Proxy(pg_db_url).start()
     transcripts = Transcripts(tmp_path / "projects", sessions=2, agents=1)
     mid_push = 0
@@ -202,7 +202,7 @@ def test_postgres_connection_cut_at_every_point_of_a_push(cutting, pg_db_url):
     traceback; the next sync completes and the stores agree."""
     proxy, transcripts, opening = cutting
     rng = random.Random(8003)
-    cuts = 40 if LONG else 6
+    cuts = 40 if LONG else 4
     _grow_and_store(transcripts, 40)
     proxy.sent = 0
     sync_to_completion(proxy.url)
