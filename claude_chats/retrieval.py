@@ -6,10 +6,8 @@ Each choice is a small function or constant, measured with
 (Claude Code sessions); BENCHMARKS.md has the numbers, including what did not
 help. The search stack wires them in at these seams:
 
-- ``embedding_text`` / ``embed_messages``: what sync embeds for a message
-  ("<speaker> (<date>): <text>" per chunk; chunk spans stay in message coordinates).
-  The recipe is part of the space (``TEXT_RECIPE`` in the space options), so vectors
-  of the old and new text are never compared.
+- ``embed_messages`` / ``CONTEXT`` (from ``claude_chats.models.recipe``, where sync
+  uses them): what is embedded for a message; the recipe is part of the space.
 - ``fulltext_match``: any non-stopword term (OR), not all of them: a question
   rarely shares every word with its answer.
 - ``with_neighbours``: a message's full-text score plus ``NEIGHBOUR_WEIGHT`` x the
@@ -21,144 +19,18 @@ help. The search stack wires them in at these seams:
 ``Searcher`` over it; the benchmark and the tests use them.
 """
 
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 
 from . import search
 from .localstore import fts
 from .localstore.search import LocalSearch, _filters, fts_match
+from .models.recipe import (CONTEXT, HEADER, LABELS, PREVIOUS_CHARS, Recipe, RecipeProvider,  # noqa: F401
+                            embed_messages, header, index_journal, prefix, with_previous)
 
-LABELS = {"user": "user", "assistant": "assistant", "system": "system"}
-PREVIOUS_CHARS = 300       # the context recipe: this much of the previous text message goes first
 NEIGHBOUR_SPAN = 2         # messages either side whose full-text score a message borrows
 NEIGHBOUR_WEIGHT = 0.35    # ... at this fraction
 FULLTEXT_POOL = 1000       # full-text matches scored before neighbours are added
 LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}
-
-
-# -- what is embedded ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Recipe:
-    """What text is embedded for a message: ``header`` + content, after ``previous_chars`` of the
-    session's previous text message when set. ``name`` goes into the space options."""
-
-    name: str
-    previous_chars: int = 0
-
-
-HEADER = Recipe("speaker-date-1")
-CONTEXT = Recipe("context-1", PREVIOUS_CHARS)
-
-
-def header(role, created_at, labels=None):
-    """``"Caroline (8 May 2023): "``: who speaks, and when (the date only; no date, no brackets)."""
-    label = (labels or LABELS).get(role, role)
-    day = _day(created_at)
-    return f"{label} ({day}): " if day else f"{label}: "
-
-
-def _day(created_at):
-    if not created_at:
-        return None
-    try:
-        moment = datetime.fromisoformat(str(created_at).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return f"{moment.day} {moment:%B %Y}"
-
-
-def prefix(message, labels=None, recipe=HEADER):
-    """What goes before a message's content (each of its chunks) when it is embedded."""
-    before = ""
-    previous = message.get("previous")
-    if recipe.previous_chars and previous:
-        text = " ".join(previous["content"][:recipe.previous_chars].split())
-        before = f"{(labels or LABELS).get(previous['role'], previous['role'])}: {text}\n"
-    return before + header(message["role"], message["created_at"], labels)
-
-
-class _Prefixed:
-    """``provider`` seen through a fixed prefix: chunks are sized so that prefix + chunk fits."""
-
-    def __init__(self, provider, prefix):
-        self.provider, self.prefix, self.model_id = provider, prefix, provider.model_id
-
-    def fits(self, text, *kind):
-        return self.provider.fits(self.prefix + text, *kind)
-
-    def window_chars(self, text, *kind):
-        return max(1, self.provider.window_chars(self.prefix + text, *kind) - len(self.prefix))
-
-
-def embed_messages(provider, messages, labels=None, recipe=HEADER):
-    """Per message (dicts with ``content``, ``role``, ``created_at``, optionally ``previous``: a dict
-    with ``role`` and ``content``), its ``[models.Chunk]``: the content's chunks (spans in content
-    coordinates), each embedded after the message's ``prefix``."""
-    from .models import Chunk, chunk_text
-
-    spans, texts = [], []
-    for message in messages:
-        before = prefix(message, labels, recipe)
-        spans.append(chunk_text(message["content"] or "", _Prefixed(provider, before)))
-        texts += [before + chunk for _, _, chunk in spans[-1]]
-    vectors = iter(provider.embed_documents(texts))
-    return [[Chunk(n, start, end, next(vectors)) for n, (start, end, _) in enumerate(chunks)] for chunks in spans]
-
-
-class RecipeProvider:
-    """``provider`` with the recipe in its space: its vectors are of the recipe's text, not the content."""
-
-    def __init__(self, provider, recipe=HEADER):
-        self.provider, self.recipe = provider, recipe
-
-    def __getattr__(self, name):
-        return getattr(self.provider, name)
-
-    @property
-    def space(self):
-        from .models import Space
-
-        base = self.provider.space
-        return Space(base.provider, base.model, base.dimensions, {**base.options, "text": self.recipe.name})
-
-    def embed_query(self, text):
-        return self.provider.embed_query(text)
-
-    def embed_documents(self, texts):
-        return self.provider.embed_documents(texts)
-
-    def close(self):
-        self.provider.close()
-
-
-def index_journal(journal, provider, labels=None, recipe=HEADER, batch=256):
-    """Embed every message of ``journal`` with the recipe's text into the recipe's space; returns its id."""
-    from .localstore import vectors
-    from .models import canary_vector
-
-    space_id = vectors.ensure_space(journal.conn, RecipeProvider(provider, recipe).space, canary_vector(provider))
-    messages = with_previous(journal.conn.execute(
-        "SELECT id, session_id, role, kind, created_at, content FROM messages ORDER BY session_id, seq"))
-    for start in range(0, len(messages), batch):
-        part = messages[start:start + batch]
-        with journal.conn:
-            for message, chunks in zip(part, embed_messages(provider, part, labels, recipe)):
-                vectors.write_message_vectors(journal.conn, space_id, message["id"], chunks)
-    return space_id
-
-
-def with_previous(rows):
-    """Message dicts of (id, session_id, role, kind, created_at, content) rows in session order, each
-    with ``previous``: the session's last text message before it (None for the first)."""
-    out, last = [], {}
-    for i, session, role, kind, created_at, content in rows:
-        message = {"id": i, "role": role, "created_at": created_at, "content": content,
-                   "previous": last.get(session)}
-        if kind == "text":
-            last[session] = message
-        out.append(message)
-    return out
 
 
 # -- how a query is run ------------------------------------------------------------------
