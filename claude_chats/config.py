@@ -78,6 +78,9 @@ SETTINGS = {
                 help="seconds between background syncs started by the hook (5m, 1h; 0 or off: never)"),
         Setting("redact", ("CLAUDE_CHATS_REDACT",), True, kind=_bool,
                 help="redact secrets before text leaves the machine"),
+        Setting("journal_redact", ("CLAUDE_CHATS_JOURNAL_REDACT",), False, kind=_bool,
+                help="store redacted text in the local journal too (hook and import); "
+                     "`chats redact --journal` rewrites what is already stored"),
     ]
 }
 

@@ -66,7 +66,14 @@ def run(payload, conn):
     agent_path = _path(payload, "agent_transcript_path")
     if transcript_path is None and agent_path is None:
         raise ValueError("hook payload has no transcript_path")
-    stats = writer.IngestStats()
+    def record_run(conn, stats):
+        conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES ('last_hook', ?)", (jsonl.dumps({
+            "at": writer.now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
+            "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}),))
+
+    # The run is recorded inside each write transaction (the last one's record
+    # stands), not in one more transaction of its own: one commit fewer per turn.
+    stats = writer.IngestStats(before_commit=record_run)
     if transcript_path:
         if not os.path.exists(transcript_path):
             raise FileNotFoundError(f"transcript not found: {transcript_path}")
@@ -76,9 +83,8 @@ def run(payload, conn):
     if stats.messages:
         from .sync import background
         background.maybe_start(conn)
-    conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES ('last_hook', ?)", (jsonl.dumps({
-        "at": writer.now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
-        "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}),))
+    if not stats.commits:
+        record_run(conn, stats)
     return stats
 
 

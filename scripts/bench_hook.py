@@ -5,9 +5,13 @@ Runs the installed ``record-conversation`` as Claude Code does (a new process,
 the payload on stdin) and, interleaved in the same run, the floor
 ``python -c "import apsw"``. Prints p50/p90 wall time and peak RSS of each,
 and the ratios the budget is stated in (DESIGN.md: hook p50 within 1.3x of the
-floor; 30 MB within 1.15x of 3 MB).
+floor; 30 MB within 1.15x of 3 MB). A third case stores into a journal with
+the ``journal_redact`` setting on (the budget is stated for the default, off).
+``--compare DIR`` adds a case running the hook from another copy of the
+package (``git archive HEAD claude_chats | tar -x -C DIR``), interleaved, so a
+change is measured against its baseline under the same load.
 
-    .venv/bin/python scripts/bench_hook.py [--runs 40]
+    .venv/bin/python scripts/bench_hook.py [--runs 40] [--compare DIR]
 """
 
 import argparse
@@ -82,6 +86,7 @@ def pct(values, q):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--compare", metavar="DIR", help="a folder holding another claude_chats package")
     args = parser.parse_args()
     hook = shutil.which("record-conversation", path=os.path.dirname(sys.executable)) or \
         shutil.which("record-conversation")
@@ -99,14 +104,19 @@ def main():
     open(os.path.join(home, "sync.started"), "w").close()
     env = dict(os.environ, CLAUDE_CHATS_HOME=home, CLAUDE_CHATS_SYNC_INTERVAL="86400")
     cases = {}
-    for label, size in (("3MB", 3 << 20), ("30MB", 30 << 20)):
+    redacting = dict(env, CLAUDE_CHATS_JOURNAL_REDACT="1")
+    variants = [("3MB", 3 << 20, env), ("30MB", 30 << 20, env), ("3MB, journal_redact on", 3 << 20, redacting)]
+    if args.compare:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", args.compare], check=True)
+        variants.append(("3MB, code from --compare", 3 << 20, dict(env, PYTHONPATH=os.path.abspath(args.compare))))
+    for label, size, case_env in variants:
         session = str(uuid.uuid4())
         path = os.path.join(work, f"{session}.jsonl")
         count = make_transcript(path, size, session)
         payload = json.dumps({"session_id": session, "transcript_path": path, "cwd": "/home/dev/project",
                               "hook_event_name": "Stop"}).encode()
-        timed([hook], payload, env)  # first run imports the whole file (not measured)
-        cases[label] = {"path": path, "payload": payload, "session": session, "next": count,
+        timed([hook], payload, case_env)  # first run imports the whole file (not measured)
+        cases[label] = {"path": path, "payload": payload, "session": session, "next": count, "env": case_env,
                         "wall": [], "rss": []}
     floor = {"wall": [], "rss": []}
     for _ in range(args.runs):
@@ -118,21 +128,26 @@ def main():
                 for _ in range(2):
                     fh.write(synthetic_line(case["next"], case["session"]))
                     case["next"] += 1
-            w, r = timed([hook], case["payload"], env)
+            w, r = timed([hook], case["payload"], case["env"])
             case["wall"].append(w)
             case["rss"].append(r)
     print(f"hook benchmark: {args.runs} runs each, interleaved; python {sys.version.split()[0]}, {os.cpu_count()} cores")
-    print(f"{'what':34} {'p50 ms':>8} {'p90 ms':>8} {'peak RSS MiB':>13}")
+    print(f"{'what':50} {'p50 ms':>8} {'p90 ms':>8} {'peak RSS MiB':>13}")
     rows = [("floor: python -c 'import apsw'", floor)] + [(f"hook, 2 lines appended to {k}", v)
                                                          for k, v in cases.items()]
     for name, data in rows:
-        print(f"{name:34} {1000 * pct(data['wall'], .5):8.1f} {1000 * pct(data['wall'], .9):8.1f} "
+        print(f"{name:50} {1000 * pct(data['wall'], .5):8.1f} {1000 * pct(data['wall'], .9):8.1f} "
               f"{max(data['rss']) / 1024:13.1f}")
     f50 = statistics.median(floor["wall"])
     h3, h30 = statistics.median(cases["3MB"]["wall"]), statistics.median(cases["30MB"]["wall"])
     print(f"ratio hook(3MB) / floor   p50: {h3 / f50:.2f}x  (budget 1.30x)")
     print(f"ratio hook(30MB) / floor  p50: {h30 / f50:.2f}x  (budget 1.30x)")
     print(f"ratio hook(30MB) / hook(3MB) p50: {h30 / h3:.2f}x  (budget 1.15x)")
+    hr = statistics.median(cases["3MB, journal_redact on"]["wall"])
+    print(f"ratio hook(3MB, journal_redact on) / floor p50: {hr / f50:.2f}x  (+{1000 * (hr - h3):.1f} ms over off)")
+    if args.compare:
+        hc = statistics.median(cases["3MB, code from --compare"]["wall"])
+        print(f"ratio hook(3MB, --compare) / floor p50: {hc / f50:.2f}x  (this code: {h3 / f50:.2f}x)")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,4 +1,6 @@
-"""``chats install``, ``uninstall``, ``config``, ``status``, ``doctor``, ``purge``: thin over the library."""
+"""``chats install``, ``uninstall``, ``config``, ``status``, ``doctor``, ``purge``, ``redact``: thin over the library."""
+
+import sys
 
 import click
 
@@ -94,6 +96,8 @@ def config_set(key, value):
     path = config.write_values({key: value})
     click.echo(f"{key} = {config.shown(key, config.read_file(path)[key])} written to {path}")
     _overridden([key])
+    if key == "journal_redact" and config.read_file(path)[key]:
+        click.echo("new messages are stored redacted; `chats redact --journal` rewrites those already stored")
 
 
 @config_group.command("unset")
@@ -190,6 +194,47 @@ def _show_purge(report, as_json):
             click.echo(f"  {path}")
 
 
+# -- redact ----------------------------------------------------------------------------
+
+
+@click.command("redact")
+@click.option("--journal", "journal_", is_flag=True,
+              help="Rewrite the text already stored in the journal with secrets redacted (no undo).")
+@click.option("--dry-run", is_flag=True, help="With --journal: count what would change; change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def redact_cmd(journal_, dry_run, yes, as_json):
+    """Redact secrets: standard input to standard output, or (--journal) the journal in place."""
+    from .. import redact
+
+    if not journal_:
+        text = sys.stdin.read()
+        click.echo(redact.redact(text), nl=False)
+        return
+    from ..localstore.journal import Journal
+    from ..localstore.writer import redact_stored
+
+    with Journal.open() as journal:
+        preview = redact_stored(journal.conn, redact.redact, dry_run=True)
+        if dry_run or not (preview["messages"] or preview["sessions"]):
+            _show_redacted(preview, as_json, "would rewrite" if dry_run else "nothing to rewrite:")
+            return
+        if not yes:
+            click.confirm(f"Rewrite {preview['messages']} messages and {preview['sessions']} sessions "
+                          "with their secrets redacted (there is no undo)?", abort=True)
+        _show_redacted(redact_stored(journal.conn, redact.redact), as_json, "rewrote")
+
+
+def _show_redacted(counts, as_json, head):
+    if as_json:
+        emit_json(counts)
+        return
+    click.echo(f"{head} {counts['messages']} messages, {counts['sessions']} sessions")
+    if counts["vectors"]:
+        click.echo(f"dropped {counts['vectors']} vectors of the old text; the next `chats sync` embeds the "
+                   "redacted text (Postgres keeps its copy, pushed redacted unless `redact` is off)")
+
+
 def register(group):
-    for command in (install_cmd, uninstall_cmd, config_group, status_cmd, doctor_cmd, purge_cmd):
+    for command in (install_cmd, uninstall_cmd, config_group, status_cmd, doctor_cmd, purge_cmd, redact_cmd):
         group.add_command(command)

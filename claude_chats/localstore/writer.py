@@ -1,7 +1,8 @@
 """The journal's write path: transcript bytes after the saved cursor -> rows.
 
 Used by the hook (every turn) and by ``chats import`` (backfill). Stdlib + apsw
-+ the parser only. Each chunk is written in one BEGIN IMMEDIATE transaction
++ the parser only (plus ``redact`` when the ``journal_redact`` setting is on:
+then message text, session names and summaries are stored redacted). Each chunk is written in one BEGIN IMMEDIATE transaction
 that also moves the file's cursor, so a crash anywhere leaves either the old
 cursor and no rows, or the new cursor and all rows; re-reads are harmless
 because the message uuid is the identity.
@@ -11,18 +12,38 @@ import os
 import stat
 import time
 
-from .. import transcript
+from .. import paths, transcript
 from .db import Immediate
 
 CHUNK_BYTES = 8 << 20   # import reads big files in pieces so the write lock is held briefly
 
 
-class IngestStats:
-    __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors")
+JOURNAL_REDACT_KEY = "journal_redact"
+JOURNAL_REDACT_ENV = "CLAUDE_CHATS_JOURNAL_REDACT"
 
-    def __init__(self):
-        self.files = self.bytes = self.messages = self.duplicates = 0
+
+class IngestStats:
+    """Counts of one ingest run, and what every transaction of the run shares.
+
+    ``redact``: text -> text applied to what is stored (``None``: the original;
+    unset: the ``journal_redact`` setting, resolved on first use).
+    ``before_commit(conn, stats)``: run inside each write transaction, last
+    (the hook records its ``last_hook`` state there instead of in one more
+    transaction).
+    """
+
+    __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors", "commits",
+                 "redact", "before_commit")
+
+    def __init__(self, redact=..., before_commit=None):
+        self.files = self.bytes = self.messages = self.duplicates = self.commits = 0
         self.skipped, self.sessions, self.errors = {}, set(), []
+        self.redact, self.before_commit = redact, before_commit
+
+    def redactor(self):
+        if self.redact is ...:
+            self.redact = journal_redactor()
+        return self.redact
 
     def add_skips(self, skipped):
         for reason, count in skipped.items():
@@ -39,6 +60,30 @@ def now_iso():
     """UTC now, ISO-8601 with milliseconds (a rename and a push in the same second stay ordered)."""
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+def journal_redactor():
+    """``redact.redact`` when the ``journal_redact`` setting is on, else None.
+
+    The hook resolves this on every turn that stores something, so the off case
+    stays cheap: an environment lookup and a read of the small config file;
+    ``config`` (tomllib) is imported only when the file names the setting, and
+    ``redact`` only when it is on. A malformed value is a ``ConfigError``
+    (nothing is stored until it is fixed, rather than stored unredacted).
+    """
+    if not os.environ.get(JOURNAL_REDACT_ENV, "").strip():
+        try:
+            with open(paths.config_path(), "rb") as fh:
+                if JOURNAL_REDACT_KEY.encode() not in fh.read():
+                    return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+    from .. import config
+
+    if not config.load().journal_redact:
+        return None
+    from ..redact import redact
+    return redact
 
 
 def machine_name():
@@ -98,6 +143,9 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, updated_at = ? "
                      "WHERE id = ?", (st.st_dev, st.st_ino, offset + result.consumed,
                                       None if ctx.warmup is None else int(ctx.warmup), now_iso(), file_id))
+        stats.commits += 1
+        if stats.before_commit is not None:
+            stats.before_commit(conn, stats)
         return result.consumed == 0 or offset + result.consumed >= st.st_size
 
 
@@ -113,17 +161,18 @@ def _read_lines(fh, offset, chunk_bytes):
 
 def _store(conn, result, file_id, stats, machine):
     records = _new_records(conn, result.records, stats)
+    clean = stats.redactor() if records or result.titles else None
     if records:
         sessions = _upsert_sessions(conn, records, machine)
         stats.sessions.update(sessions)
         conn.executemany(
             "INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at, message_id, "
             "is_sidechain, file_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(r.uuid, r.session_id, seq, r.role, r.kind, r.text, r.timestamp, r.message_id,
-              int(r.is_sidechain), file_id) for r, seq in records])
+            [(r.uuid, r.session_id, seq, r.role, r.kind, clean(r.text) if clean else r.text, r.timestamp,
+              r.message_id, int(r.is_sidechain), file_id) for r, seq in records])
         stats.messages += len(records)
     if result.titles:
-        _apply_titles(conn, result.titles, file_id, machine)
+        _apply_titles(conn, result.titles, file_id, machine, clean)
     _resolve_summaries(conn, file_id)
 
 
@@ -190,18 +239,19 @@ def _upsert_sessions(conn, records, machine):
     return info.keys()
 
 
-def _apply_titles(conn, titles, file_id, machine):
+def _apply_titles(conn, titles, file_id, machine, clean=None):
     stamp = now_iso()
     for title in titles:
+        value = clean(title.value) if clean else title.value
         if title.source == "summary":
             conn.execute("INSERT OR REPLACE INTO pending_summaries (file_id, leaf_uuid, summary) VALUES (?, ?, ?)",
-                         (file_id, title.leaf_uuid, title.value))
+                         (file_id, title.leaf_uuid, value))
             continue
         column = "name" if title.source == "custom" else "agent_name"
         conn.execute("INSERT INTO sessions (id, machine, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
                      (title.session_id, machine, stamp))
         conn.execute(f"UPDATE sessions SET {column} = ?, updated_at = ? WHERE id = ? AND {column} IS NOT ?",
-                     (title.value, stamp, title.session_id, title.value))
+                     (value, stamp, title.session_id, value))
 
 
 def _resolve_summaries(conn, file_id):
@@ -242,3 +292,76 @@ def ingest_session(conn, transcript_path, stats=None, machine=None):
     for path in subagent_files(transcript_path):
         ingest_file(conn, path, stats, machine)
     return stats
+
+
+# -- redacting what is already stored ------------------------------------------------
+
+REWRITE_BATCH = 500
+
+
+def redact_stored(conn, clean, dry_run=False):
+    """Rewrite the journal's stored text through ``clean`` (``redact.redact``): ``chats redact --journal``.
+
+    Message content (FTS5 follows through the update trigger), session names,
+    agent names and summaries, and summaries waiting for their leaf. A rewritten
+    message loses its vectors (embedded from the old text) and is pending again,
+    so the next sync embeds the redacted text; Postgres keeps the copy it has
+    (pushed redacted when ``redact`` is on). Then, as ``chats purge`` does, the
+    FTS index is merged and the file vacuumed with ``secure_delete`` and its WAL
+    checkpointed, so the old text is left in no old index segment, free page or
+    WAL frame. Returns ``{"messages", "sessions", "vectors", "scrubbed"}``.
+    """
+    counts = {"messages": 0, "sessions": 0, "vectors": 0, "scrubbed": False}
+    if not dry_run:
+        conn.execute("PRAGMA secure_delete = ON")
+    after = 0
+    while True:
+        rows = conn.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                            (after, REWRITE_BATCH)).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        changed = [(new, mid, text) for mid, text in rows for new in (clean(text),) if new != text]
+        counts["messages"] += len(changed)
+        if changed and not dry_run:
+            counts["vectors"] += _rewrite_messages(conn, changed)
+    counts["sessions"] = _rewrite_sessions(conn, clean, dry_run)
+    if not dry_run and (counts["messages"] or counts["sessions"]):
+        from ..purge import scrub
+
+        counts["scrubbed"] = scrub(conn)
+    return counts
+
+
+def _rewrite_messages(conn, changed):
+    """One transaction: new content (unless it changed meanwhile), vectors dropped, pending again."""
+    ids = [mid for _, mid, _ in changed]
+    marks = ",".join("?" * len(ids))
+    with Immediate(conn):
+        vectors = conn.execute(f"SELECT count(*) FROM chunks WHERE message_id IN ({marks})", ids).fetchall()[0][0]
+        if vectors:
+            from . import vectors as vec
+
+            vec.load_extension(conn)
+            conn.execute(f"DELETE FROM chunks WHERE message_id IN ({marks})", ids)
+        conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND content = ?", changed)
+    return vectors
+
+
+def _rewrite_sessions(conn, clean, dry_run):
+    count = 0
+    stamp = now_iso()
+    with Immediate(conn):
+        for sid, *names in conn.execute("SELECT id, name, agent_name, summary FROM sessions").fetchall():
+            new = [clean(n) if n else n for n in names]
+            if new != names:
+                count += 1
+                if not dry_run:
+                    conn.execute("UPDATE sessions SET name = ?, agent_name = ?, summary = ?, updated_at = ? "
+                                 "WHERE id = ?", (*new, stamp, sid))
+        for file_id, leaf, summary in conn.execute(
+                "SELECT file_id, leaf_uuid, summary FROM pending_summaries").fetchall():
+            if clean(summary) != summary and not dry_run:
+                conn.execute("UPDATE pending_summaries SET summary = ? WHERE file_id = ? AND leaf_uuid = ?",
+                             (clean(summary), file_id, leaf))
+    return count
