@@ -8,6 +8,9 @@ Public API::
         are constructor arguments of the provider class (``model``,
         ``dimensions``, ``threads``, ``base_url``, ``client``...) and win over
         the settings.
+    embedder(settings=None, /, **overrides) -> the provider as sync and search use
+        it: ``get_provider``'s, embedding messages with the configured text
+        (``embed_text``, see ``recipe``), whose space says so.
     provider_class(name) -> type;  register(name, "module:Class");  PROVIDERS
     EmbeddingProvider: embed_documents(texts) -> float32 (n, dim) L2-normalised,
         embed_query(text) -> (dim,); attributes name, model_id, dimensions,
@@ -26,6 +29,7 @@ import importlib
 from ..errors import ConfigError
 from .base import DOCUMENT, QUERY, EmbeddingProvider, Space, normalize, require
 from .chunking import Chunk, chunk_text, embed_texts
+from .recipe import RecipeProvider, recipe_of, with_text
 from .spaces import CANARY_TEXT, canary_vector, check_canary, cosine
 
 PROVIDERS = {
@@ -37,8 +41,8 @@ PROVIDERS = {
 
 __all__ = [
     "CANARY_TEXT", "DOCUMENT", "PROVIDERS", "QUERY", "Chunk", "EmbeddingProvider", "Space",
-    "canary_vector", "check_canary", "chunk_text", "cosine", "embed_texts", "get_provider",
-    "is_remote", "normalize", "provider_class", "register", "require",
+    "RecipeProvider", "canary_vector", "check_canary", "chunk_text", "cosine", "embed_texts", "embedder",
+    "get_provider", "is_remote", "normalize", "provider_class", "recipe_of", "register", "require", "with_text",
 ]
 
 
@@ -62,15 +66,24 @@ def provider_class(name):
 
 def get_provider(settings=None, /, **overrides):
     """The configured provider, constructed (see the module docstring)."""
+    name, settings = _resolve(settings)
+    return provider_class(name).from_settings(settings, **overrides)
+
+
+def embedder(settings=None, /, **overrides):
+    """The configured provider with the configured embedding text: what sync embeds
+    messages with and what search checks the stored space against."""
+    name, resolved = _resolve(settings)
+    return with_text(provider_class(name).from_settings(resolved, **overrides), resolved)
+
+
+def _resolve(settings):
     if settings is None or isinstance(settings, str):
         from .. import config
 
-        name = settings
-        settings = config.load()
-        name = name or settings.provider
-    else:
-        name = settings.provider
-    return provider_class(name).from_settings(settings, **overrides)
+        loaded = config.load()
+        return settings or loaded.provider, loaded
+    return settings.provider, settings
 
 
 def is_remote(provider):

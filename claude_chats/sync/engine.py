@@ -30,6 +30,8 @@ DEFER_INDEX_RATIO = 4
 @dataclass
 class SyncReport:
     pending_before: int = 0
+    backfill_before: int = 0    # messages pushed before the configured space existed (see Syncer._backfill)
+    backfilled: int = 0         # ... of those, embedded into it and their vectors pushed now
     embedded: int = 0           # messages embedded now
     chunks: int = 0             # vectors computed now
     pushed: int = 0             # messages newly inserted in Postgres
@@ -73,6 +75,7 @@ class Syncer:
         self.workers, self.index_kind = workers, index_kind
         self.report = SyncReport()
         self.space = self.space_id = None
+        self._done = 0   # messages handled, for ``progress``
 
     def run(self):
         started = time.monotonic()
@@ -81,8 +84,10 @@ class Syncer:
         try:
             self._sync_purges()   # first: a purge must not wait for the embedding model
             self._prepare_space()
+            self._count_backfill()
             deferred = self._maybe_defer_index()
             self._batches()
+            self._backfill()
             self._push_renamed_sessions()
             self._finish_index(deferred)
         except ProviderError as exc:
@@ -138,7 +143,7 @@ class Syncer:
         """Drop the space's index for a bulk load (see DEFER_INDEX_MIN); searches meanwhile scan."""
         if self.store is None or self.space_id is None:
             return False
-        pending = self.report.pending_before
+        pending = self.report.pending_before + self.report.backfill_before
         if pending < self.defer_index_min or \
                 pending * self.defer_index_ratio < self._pg(self.store.vector_count, self.space_id):
             return False
@@ -161,16 +166,15 @@ class Syncer:
         if self.store is None and self.local is None:
             return  # vectors would be neither pushed nor kept: nothing to do until Postgres is set up
         with Pusher(self.store, self.workers) as pusher:
-            after_id = seen = 0
+            after_id = 0
             while True:
                 rows = self.journal.pending(limit=self.batch_size, after_id=after_id)
                 if not rows:
                     break
                 self._one_batch(rows, pusher)
-                after_id, seen = rows[-1]["id"], seen + len(rows)
+                after_id = rows[-1]["id"]
                 self.report.batches += 1
-                if self.progress:
-                    self.progress(seen, max(seen, self.report.pending_before))
+                self._advance(len(rows))
             self._pg(pusher.drain)
 
     def _one_batch(self, rows, pusher):
@@ -197,21 +201,79 @@ class Syncer:
 
     def _vectors(self, rows, messages):
         """Chunk vectors of the batch: the journal's when it has them, else embedded now."""
-        from ..models import embed_texts
-
         ids = [r["id"] for r in rows]
         stored = self.local.load(ids) if self.local is not None else {}
         todo = [i for i, r in enumerate(rows) if r["id"] not in stored]
         if todo:
-            embedded = embed_texts(self.provider, [messages[i].content for i in todo])
-            fresh = {rows[i]["id"]: pieces for i, pieces in zip(todo, embedded)}
+            fresh = self._embed([rows[i] for i in todo], [messages[i] for i in todo])
             if self.local is not None:
                 self.local.save(fresh)
             stored.update(fresh)
-            self.report.embedded += len(todo)
-            self.report.chunks += sum(len(p) for p in fresh.values())
-        return [Chunk(m.message_uuid, c.index, c.start, c.end, c.vector)
-                for r, m in zip(rows, messages) for c in stored.get(r["id"], ())]
+        return _chunks(rows, messages, stored)
+
+    def _embed(self, rows, messages):
+        """``{message id: [models.Chunk]}``: the messages embedded with the provider's recipe
+        (``models.recipe``; the bare content when it has none)."""
+        from ..models import recipe_of
+        from ..models.recipe import embed_messages
+
+        recipe = recipe_of(self.provider)
+        previous = self._previous(rows, messages) if recipe is not None and recipe.previous_chars else {}
+        items = [{"content": m.content, "role": r["role"], "created_at": r["created_at"],
+                  "previous": previous.get(r["id"])} for r, m in zip(rows, messages)]
+        embedded = dict(zip([r["id"] for r in rows], embed_messages(self.provider, items, recipe=recipe)))
+        self.report.embedded += len(rows)
+        self.report.chunks += sum(len(p) for p in embedded.values())
+        return embedded
+
+    def _previous(self, rows, messages):
+        """``{message id: {role, content}}``: the previous text message of each message's session,
+        wherever it is in the journal (one query), its text redacted like the batch's."""
+        from ..models.recipe import previous_messages
+
+        here = {r["id"]: m.content for r, m in zip(rows, messages)}
+        clean = self.redact or (lambda text: text)
+        found = previous_messages(self.journal.conn, list(here))
+        return {i: {"role": role, "content": here[p] if p in here else clean(content)}
+                for i, (p, role, content) in found.items()}
+
+    def _count_backfill(self):
+        if self.store is not None and self.local is not None:
+            from ..localstore import vectors
+
+            self.report.backfill_before = vectors.count_unembedded(self.journal.conn, self.local.space_id)
+
+    def _backfill(self):
+        """Messages pushed before the configured space existed (another model or embedded text was
+        configured then): embed them and push their vectors, not the messages again. The journal keeps
+        a message's vectors only once Postgres has them, so a run cut short resumes where it stopped."""
+        if not self.report.backfill_before:
+            return
+        from ..localstore import vectors
+
+        with Pusher(self.store, self.workers) as pusher:
+            after_id = 0
+            while rows := vectors.unembedded(self.journal.conn, self.local.space_id, after_id, self.batch_size):
+                messages = journal_io.as_messages(rows, self.redact)
+                embedded = self._embed(rows, messages)
+                faults.point("after-embed")
+                batch = Batch([], [], _chunks(rows, messages, embedded), self.space)
+                self._pg(pusher.submit, batch, lambda result, done=embedded: self._backfilled(done, result))
+                after_id = rows[-1]["id"]
+                self.report.batches += 1
+                self._advance(len(rows))
+            self._pg(pusher.drain)
+
+    def _backfilled(self, embedded, result):
+        """After a backfill batch committed in Postgres: keep its vectors in the journal."""
+        self.local.save(embedded)
+        self.report.backfilled += len(embedded)
+        self.report.vectors_pushed += result.chunks
+
+    def _advance(self, count):
+        self._done += count
+        if self.progress:
+            self.progress(self._done, max(self._done, self.report.pending_before + self.report.backfill_before))
 
     def _push_renamed_sessions(self):
         """Sessions renamed (or otherwise changed) after their messages were pushed."""
@@ -244,6 +306,12 @@ class Syncer:
 
     def _record(self):
         record(self.journal, self.report)
+
+
+def _chunks(rows, messages, vectors):
+    """``records.Chunk`` rows to push: ``vectors`` is {message id: [models.Chunk]}."""
+    return [Chunk(m.message_uuid, c.index, c.start, c.end, c.vector)
+            for r, m in zip(rows, messages) for c in vectors.get(r["id"], ())]
 
 
 def record(journal, report):
