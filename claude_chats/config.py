@@ -70,6 +70,9 @@ SETTINGS = {
         Setting("bedrock_region", ("BEDROCK_REGION", "AWS_REGION"), "us-east-1"),
         Setting("openai_api_key", ("OPENAI_API_KEY",), None, secret=True),
         Setting("openai_base_url", ("OPENAI_BASE_URL",), "https://api.openai.com/v1"),
+        Setting("embed_text", ("CLAUDE_CHATS_EMBED_TEXT",), "context",
+                help="what is embedded per message: context (the previous message, who and when, "
+                     "then the text) or plain (the text alone); a change re-embeds at the next `chats sync`"),
         Setting("database_url", ("DATABASE_URL", "CLAUDE_CHATS_DB_URL"), None, secret=True,
                 help="canonical PostgreSQL + pgvector database"),
         Setting("allow_insecure_remote", ("CLAUDE_CHATS_ALLOW_INSECURE",), False, kind=_bool,
@@ -189,7 +192,13 @@ def _check_positive(key):
     return check
 
 
-_VALIDATORS = {"provider": _check_provider, "database_url": _check_database_url,
+def _check_embed_text(value):
+    from .models.recipe import recipe_for
+
+    recipe_for(value)
+
+
+_VALIDATORS = {"provider": _check_provider, "embed_text": _check_embed_text, "database_url": _check_database_url,
                "dimensions": _check_positive("dimensions"), "threads": _check_positive("threads")}
 
 
