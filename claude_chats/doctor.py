@@ -60,9 +60,9 @@ class Context:
         return self._get("journal", Journal.open)
 
     def provider(self):
-        from .models import get_provider
+        from .models import embedder
 
-        return self._get("provider", lambda: get_provider(self.settings))
+        return self._get("provider", lambda: embedder(self.settings))
 
     def pg(self):
         from .sync import pg
@@ -265,6 +265,9 @@ def canary_verdict(provider, stored):
         return Check("canary", PASS, "no stored vectors yet")
     for where in sorted({w for w, _k, _v in stored}):
         mine = [vec for w, k, vec in stored if w == where and k == key]
+        if not mine and rebuilding(where, stored, provider.space):
+            return Check("canary", WARN, f"{where}: the vectors of {key} are not built yet (the stored ones are "
+                         "of the same model with another embedded text)", "chats sync")
         if not mine:
             others = sorted({k for w, k, _v in stored if w == where})
             return Check("canary", FAIL, f"{where}: stored vectors are of {', '.join(others)}, none of the configured "
@@ -278,6 +281,14 @@ def canary_verdict(provider, stored):
                 return Check("canary", FAIL, f"{where}: {exc}", "configure the model the vectors were made with")
     stores = ", ".join(sorted({w for w, _k, _v in stored}))
     return Check("canary", PASS, f"the configured model reproduces the canary of {key} ({stores})")
+
+
+def rebuilding(where, stored, configured):
+    """Whether ``where`` holds vectors of the configured model with another embedded text (``embed_text``)."""
+    from .models.recipe import same_model
+    from .models.spaces import space_of_key
+
+    return any(w == where and same_model(space_of_key(k), configured) for w, k, _v in stored)
 
 
 def local_spaces(ctx):

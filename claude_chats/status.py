@@ -161,9 +161,9 @@ def provider_section(settings):
     section = {"provider": settings.provider, "model": settings.model, "source": settings.source("provider")}
     started = time.perf_counter()
     try:
-        from .models import get_provider
+        from .models import embedder
 
-        with get_provider(settings) as provider:
+        with embedder(settings) as provider:
             section.update(available=True, space=provider.space.describe(), key=provider.space.key)
     except Exception as exc:  # noqa: BLE001 - ProviderUnavailable, ConfigError, a model that fails to load
         section.update(available=False, error=str(exc) or type(exc).__name__)

@@ -31,6 +31,7 @@ def journal_with_vectors(minilm):
 def configured(monkeypatch, test_model_path):
     monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
     monkeypatch.setenv("CLAUDE_CHATS_THREADS", "1")
+    monkeypatch.setenv("CLAUDE_CHATS_EMBED_TEXT", "plain")  # the fixture's vectors are of the bare text
 
 
 def test_list_without_a_journal():
@@ -63,6 +64,15 @@ def test_check_fails_with_another_model(journal_with_vectors, configured, monkey
     data = json.loads(result.output)
     assert data["configured"] == "llama/all-MiniLM-L6-v2.f16/128/{}"
     assert [s["status"] for s in data["spaces"]] == ["other"]
+
+
+def test_check_tells_vectors_of_another_embedded_text(journal_with_vectors, configured, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CHATS_EMBED_TEXT", "context")
+    result = run("check", "--json")
+    data = json.loads(result.output)
+    assert result.exit_code == 1 and data["configured"] == 'llama/all-MiniLM-L6-v2.f16/384/{"text":"context-1"}'
+    assert [(s["status"], s["key"]) for s in data["spaces"]] == [("other", "llama/all-MiniLM-L6-v2.f16/384/{}")]
+    assert "another embedded text" in data["spaces"][0]["detail"]
 
 
 def test_check_without_vectors(configured):

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from claude_chats import config, paths, status
 from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
+from claude_chats.models import with_text
 from claude_chats.sync.runner import run_sync
 from tests import lines
 from tests.fixtures_pg import HashEmbedder
@@ -106,10 +107,11 @@ def healthy(tmp_path, monkeypatch, pg_db_url, test_model_path, minilm):
         json.dump({"numStartups": 3, "mcpServers": {"conversation-memory": {
             "type": "stdio", "command": chats_path, "args": ["mcp"], "env": {}}}}, fh)
     imported("s-1", "s-2")
+    provider = with_text(minilm, config.load())            # as configured: the default embedded text
     with Journal.open() as journal:
-        report = run_sync(config.load(), journal=journal, provider=minilm, lock=False)
+        report = run_sync(config.load(), journal=journal, provider=provider, lock=False)
     assert report.ok, report.errors
-    return {"url": pg_db_url, "key": minilm.space.key}
+    return {"url": pg_db_url, "key": provider.space.key}
 
 
 def results():

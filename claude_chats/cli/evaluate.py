@@ -58,12 +58,12 @@ def _searcher(store):
     if not settings.database_url:
         raise click.ClickException("no Postgres configured (set database_url with `chats config set`, "
                                    "or DATABASE_URL); use --store local")
-    from ..models import get_provider
+    from ..models import embedder
     from ..sync.pgsearch import PgLink
 
     remote = PgLink(settings.database_url, settings.allow_insecure_remote, wait=10.0)
     remote.start()
-    return Searcher(None, remote, lambda: get_provider(settings))
+    return Searcher(None, remote, lambda: embedder(settings))
 
 
 def _bakeoff(loaded, models, modes, save_misses, as_json):
@@ -81,13 +81,14 @@ def _bakeoff(loaded, models, modes, save_misses, as_json):
 
 
 def _factory(settings, spec):
-    """A provider factory for ``[provider:]model`` (the configured provider when none is named)."""
-    from ..models import PROVIDERS, provider_class
+    """A provider factory for ``[provider:]model`` (the configured provider when none is named),
+    embedding the configured text (``embed_text``) like sync."""
+    from ..models import PROVIDERS, provider_class, with_text
 
     name, _, model = spec.partition(":")
     if not model or name not in PROVIDERS:
         name, model = settings.provider, spec
-    return lambda: provider_class(name).from_settings(settings, model=model)
+    return lambda: with_text(provider_class(name).from_settings(settings, model=model), settings)
 
 
 def _misses(path, results, as_json, labels=None):

@@ -47,11 +47,11 @@ def list_cmd(as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def check_cmd(as_json):
     """Re-embed the canary with the configured model and compare it with each stored space."""
-    from ..models import get_provider, inventory
+    from ..models import embedder, inventory
 
     conn = inventory.open_journal()
     try:
-        with get_provider() as provider:
+        with embedder() as provider:
             results = inventory.check_spaces(conn, provider)
             configured = provider.space
     finally:

@@ -8,6 +8,7 @@ from .. import paths
 from ..errors import ProviderUnavailable, SpaceMismatchError
 from . import PROVIDERS, ollama_store, provider_class
 from .base import require
+from .recipe import same_model
 from .spaces import check_canary
 
 # Ollama names -> Hugging Face repos holding an equivalent GGUF
@@ -62,7 +63,9 @@ def check_spaces(conn, provider):
     results = []
     for space_id, space, count, _ in vectors.count_vectors(conn):
         if space.key != provider.space.key:
-            results.append((space, count, "other", "vectors of another model: not searchable with the configured one"))
+            results.append((space, count, "other", "the configured model's with another embedded text (embed_text): "
+                            "not searched, kept until removed" if same_model(space, provider.space)
+                            else "vectors of another model: not searchable with the configured one"))
             continue
         try:
             score = check_canary(space, canaries[space_id], provider)

@@ -157,9 +157,11 @@ class RecipeProvider:
 
 
 def same_model(a, b):
-    """Whether spaces ``a`` and ``b`` are one model's, differing at most in the embedded text."""
-    strip = lambda s: (s.provider, s.model, int(s.dimensions), {k: v for k, v in s.options.items() if k != "text"})  # noqa: E731
-    return strip(a) == strip(b)
+    """Whether spaces ``a`` and ``b`` (None: no space) are one model's, differing at most in the embedded text."""
+    def bare(space):
+        return (space.provider, space.model, int(space.dimensions),
+                {k: v for k, v in space.options.items() if k != "text"})
+    return a is not None and b is not None and bare(a) == bare(b)
 
 
 def with_previous(rows):

@@ -62,3 +62,20 @@ def mismatch_error(stored_spaces, configured, detail=None):
         f"{configured.describe()}{why}. Vectors of different models cannot be compared: configure "
         f"the stored model (CLAUDE_CHATS_PROVIDER / CLAUDE_CHATS_MODEL / CLAUDE_CHATS_DIMENSIONS) "
         f"or re-embed with the new one.")
+
+
+def space_of_key(key):
+    """The ``Space`` of a stored key ("provider/model/dimensions/options"); None when it is not one."""
+    import json
+    import re
+
+    from .base import Space
+
+    match = re.fullmatch(r"([^/]+)/(.+)/(\d+)/(\{.*\})", key or "")
+    if not match:
+        return None
+    try:
+        options = json.loads(match[4])
+    except ValueError:
+        return None
+    return Space(match[1], match[2], int(match[3]), options)

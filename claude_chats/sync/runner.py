@@ -93,9 +93,9 @@ def _open_journal():
 
 
 def _open_provider(settings):
-    from ..models import get_provider
+    from ..models import embedder
 
-    return get_provider(settings)
+    return embedder(settings)
 
 
 def _local_vectors(journal):
