@@ -266,6 +266,7 @@ class Syncer:
 
     def _backfilled(self, embedded, result):
         """After a backfill batch committed in Postgres: keep its vectors in the journal."""
+        faults.point("before-mark")
         self.local.save(embedded)
         self.report.backfilled += len(embedded)
         self.report.vectors_pushed += result.chunks
