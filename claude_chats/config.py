@@ -73,6 +73,8 @@ SETTINGS = {
         Setting("embed_text", ("CLAUDE_CHATS_EMBED_TEXT",), "context",
                 help="what is embedded per message: context (the previous message, who and when, "
                      "then the text) or plain (the text alone); a change re-embeds at the next `chats sync`"),
+        Setting("embed_timeout", ("CLAUDE_CHATS_EMBED_TIMEOUT",), None, kind=_seconds,
+                help="seconds a request to ollama, openai or bedrock may take (default 30; 1m, 90)"),
         Setting("database_url", ("DATABASE_URL", "CLAUDE_CHATS_DB_URL"), None, secret=True,
                 help="canonical PostgreSQL + pgvector database"),
         Setting("allow_insecure_remote", ("CLAUDE_CHATS_ALLOW_INSECURE",), False, kind=_bool,
@@ -199,7 +201,8 @@ def _check_embed_text(value):
 
 
 _VALIDATORS = {"provider": _check_provider, "embed_text": _check_embed_text, "database_url": _check_database_url,
-               "dimensions": _check_positive("dimensions"), "threads": _check_positive("threads")}
+               "dimensions": _check_positive("dimensions"), "threads": _check_positive("threads"),
+               "embed_timeout": _check_positive("embed_timeout")}
 
 
 def write_values(values, path=None):

@@ -14,6 +14,10 @@ import numpy as np
 from ..errors import ProviderError, ProviderUnavailable
 
 DOCUMENT, QUERY = "document", "query"
+# Seconds one request to a network provider may take (the ``embed_timeout``
+# setting). A request that runs out of it is not retried: a search falls back
+# to full text and a sync leaves its messages pending, instead of waiting on.
+DEFAULT_TIMEOUT = 30.0
 RETRIEVAL_PROMPT = "Represent this sentence for searching relevant passages: "
 # (query prefix, document prefix) that models were trained with, by base name
 KNOWN_PREFIXES = {
@@ -104,6 +108,11 @@ class EmbeddingProvider:
     def settings_kwargs(settings):
         """Constructor arguments taken from the settings."""
         return {"model": settings.model, "dimensions": settings.dimensions}
+
+    @staticmethod
+    def timeout_of(settings):
+        """``embed_timeout`` of ``settings`` in seconds (the default when unset)."""
+        return float(getattr(settings, "embed_timeout", None) or DEFAULT_TIMEOUT)
 
     def embed_batch(self, texts, kind):
         """Embed at most ``batch_size`` texts; ``kind`` is DOCUMENT or QUERY.

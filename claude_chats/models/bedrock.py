@@ -4,7 +4,8 @@ Titan Text Embeddings v2 takes one text per call (``dimensions`` 256/512/1024,
 ``normalize``), so a batch runs on parallel workers; Cohere embed English /
 multilingual v3 and v4 take up to 96 texts and an ``input_type``
 (``search_document`` / ``search_query``). Throttling is retried with
-exponential backoff and full jitter.
+exponential backoff and full jitter; a request that runs out of ``timeout``
+(botocore's connect and read timeouts) is not retried.
 """
 
 import json
@@ -12,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import ProviderError, ProviderUnavailable
 from . import retry
-from .base import QUERY, EmbeddingProvider, require
+from .base import DEFAULT_TIMEOUT, QUERY, EmbeddingProvider, require
 
 DEFAULT_MODEL = "amazon.titan-embed-text-v2:0"
 RETRY_CODES = {"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException",
@@ -75,7 +76,7 @@ class BedrockProvider(EmbeddingProvider):
     default_model = DEFAULT_MODEL
 
     def __init__(self, model=None, dimensions=None, region=None, client=None, workers=4, retries=8,
-                 backoff=0.5, max_backoff=20.0):
+                 backoff=0.5, max_backoff=20.0, timeout=DEFAULT_TIMEOUT, endpoint_url=None):
         self.model_id = model or DEFAULT_MODEL
         self._family = family(self.model_id)
         self.dimensions = dimensions or self._family.default
@@ -83,20 +84,23 @@ class BedrockProvider(EmbeddingProvider):
             raise ProviderError(f"{self.model_id} offers dimensions {self._family.dimensions}, not {self.dimensions}")
         self.batch_size, self.max_input_chars = self._family.batch_size, self._family.max_input_chars
         self.retries, self.backoff, self.max_backoff, self.workers = retries, backoff, max_backoff, workers
+        self.timeout = timeout
         self._botocore = require("botocore", "bedrock", "the bedrock provider")
-        self._client = client or self._make_client(region)
+        self._client = client or self._make_client(region, endpoint_url)
         self._pool = None
 
-    @staticmethod
-    def settings_kwargs(settings):
-        return {"model": settings.model, "dimensions": settings.dimensions, "region": settings.bedrock_region}
+    @classmethod
+    def settings_kwargs(cls, settings):
+        return {"model": settings.model, "dimensions": settings.dimensions, "region": settings.bedrock_region,
+                "timeout": cls.timeout_of(settings)}
 
-    def _make_client(self, region):
+    def _make_client(self, region, endpoint_url=None):
         boto3 = require("boto3", "bedrock", "the bedrock provider")
         from botocore.config import Config
 
-        config = Config(retries={"total_max_attempts": 1}, max_pool_connections=max(10, self.workers * 2))
-        return boto3.client("bedrock-runtime", region_name=region, config=config)
+        config = Config(retries={"total_max_attempts": 1}, max_pool_connections=max(10, self.workers * 2),
+                        connect_timeout=min(self.timeout, 10.0), read_timeout=self.timeout)
+        return boto3.client("bedrock-runtime", region_name=region, config=config, endpoint_url=endpoint_url)
 
     def embed_batch(self, texts, kind):
         bodies = self._family.bodies(texts, kind, self.dimensions)
@@ -127,6 +131,9 @@ class BedrockProvider(EmbeddingProvider):
             error = ProviderUnavailable if code in ("AccessDeniedException", "ResourceNotFoundException") \
                 else ProviderError
             raise error(f"Bedrock {self.model_id}: {exc}") from None
+        except (errors.ReadTimeoutError, errors.ConnectTimeoutError):
+            raise ProviderUnavailable(f"Bedrock {self.model_id} did not answer within {self.timeout:g} s "
+                                      "(the embed_timeout setting)") from None
         except errors.BotoCoreError as exc:
             raise ProviderError(f"Bedrock {self.model_id}: {exc}") from None
         return json.loads(response["body"].read())

@@ -3,11 +3,13 @@
 ``POST /api/embed`` with a batch of inputs (``truncate: false``, so an input
 longer than the model's context is an error rather than silently cut), falling
 back to the older one-text ``POST /api/embeddings`` when the daemon predates it.
+Busy answers (429, 5xx) and dropped connections are retried; a request that
+runs out of ``timeout`` is not.
 """
 
 from ..errors import ProviderError, ProviderUnavailable
 from . import retry
-from .base import DOCUMENT, QUERY, EmbeddingProvider, known_prefixes, require
+from .base import DEFAULT_TIMEOUT, DOCUMENT, QUERY, EmbeddingProvider, known_prefixes, require
 
 DEFAULT_MODEL = "mxbai-embed-large"
 DEFAULT_URL = "http://localhost:11434"
@@ -39,7 +41,7 @@ class OllamaProvider(EmbeddingProvider):
     default_model = DEFAULT_MODEL
     max_input_chars = 1500  # a character budget: ~512-token models, denser for code
 
-    def __init__(self, model=None, dimensions=None, base_url=None, timeout=120.0, batch_size=32,
+    def __init__(self, model=None, dimensions=None, base_url=None, timeout=DEFAULT_TIMEOUT, batch_size=32,
                  max_input_chars=None, query_prefix=None, document_prefix=None, retries=4, backoff=0.5,
                  transport=None):
         httpx = require("httpx", "ollama", "the ollama provider")
@@ -50,16 +52,16 @@ class OllamaProvider(EmbeddingProvider):
         known_query, known_document = known_prefixes(self.model_id)
         self.query_prefix = known_query if query_prefix is None else query_prefix
         self.document_prefix = known_document if document_prefix is None else document_prefix
-        self.retries, self.backoff = retries, backoff
+        self.retries, self.backoff, self.timeout = retries, backoff, timeout
         self._httpx = httpx
         self._client = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
         self._requested_dimensions = dimensions
         self._dimensions = None
         self._legacy = False
 
-    @staticmethod
-    def settings_kwargs(settings):
-        return {"model": settings.model, "dimensions": settings.dimensions,
+    @classmethod
+    def settings_kwargs(cls, settings):
+        return {"model": settings.model, "dimensions": settings.dimensions, "timeout": cls.timeout_of(settings),
                 "base_url": settings.ollama_base_url}
 
     @property
@@ -108,6 +110,9 @@ class OllamaProvider(EmbeddingProvider):
         except self._httpx.ConnectError as exc:
             raise ProviderUnavailable(f"Ollama is not reachable at {self.base_url} ({exc}); start it "
                                       "(`ollama serve`) or set OLLAMA_BASE_URL") from None
+        except self._httpx.TimeoutException:
+            raise ProviderUnavailable(f"Ollama at {self.base_url} did not answer within {self.timeout:g} s "
+                                      "(the embed_timeout setting; a first request may load the model)") from None
         except self._httpx.TransportError as exc:
             raise _Retryable(f"Ollama at {self.base_url}: {exc}") from None
         if response.status_code == 200:

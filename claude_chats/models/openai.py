@@ -1,11 +1,14 @@
 """The ``openai`` provider: the OpenAI embeddings API (or a compatible server).
 
 Batched requests with ``dimensions`` (default 1024, to fit the seed's schema);
-the SDK retries rate limits and server errors with backoff and jitter.
+rate limits, server errors and lost connections are retried with backoff and
+jitter; a request that runs out of ``timeout`` is not (the SDK would retry it,
+so its own retries are off).
 """
 
 from ..errors import ProviderError, ProviderUnavailable
-from .base import EmbeddingProvider, require
+from . import retry
+from .base import DEFAULT_TIMEOUT, EmbeddingProvider, require
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_DIMENSIONS = 1024
@@ -22,8 +25,8 @@ class OpenAIProvider(EmbeddingProvider):
     max_input_chars = 16_000      # 8,191 tokens per input, with room for dense text
     max_batch_chars = 600_000     # 300,000 tokens per request
 
-    def __init__(self, model=None, dimensions=None, api_key=None, base_url=None, timeout=60.0,
-                 retries=6, client=None):
+    def __init__(self, model=None, dimensions=None, api_key=None, base_url=None, timeout=DEFAULT_TIMEOUT,
+                 retries=6, backoff=0.5, client=None):
         openai = require("openai", "openai", "the openai provider")
         self.model_id = model or DEFAULT_MODEL
         self._send_dimensions = self.model_id.startswith("text-embedding-3") or dimensions is not None
@@ -34,26 +37,39 @@ class OpenAIProvider(EmbeddingProvider):
         base_url = base_url or DEFAULT_URL
         if not api_key and base_url.rstrip("/") == DEFAULT_URL:
             raise ProviderUnavailable("the openai provider needs an API key: set OPENAI_API_KEY")
-        self._openai = openai
+        self._openai, self.timeout, self.retries, self.backoff = openai, timeout, retries, backoff
         self._client = client or openai.OpenAI(api_key=api_key or "unused", base_url=base_url,
-                                               timeout=timeout, max_retries=retries)
+                                               timeout=timeout, max_retries=0)
 
-    @staticmethod
-    def settings_kwargs(settings):
-        return {"model": settings.model, "dimensions": settings.dimensions,
+    @classmethod
+    def settings_kwargs(cls, settings):
+        return {"model": settings.model, "dimensions": settings.dimensions, "timeout": cls.timeout_of(settings),
                 "api_key": settings.openai_api_key, "base_url": settings.openai_base_url}
 
     def embed_batch(self, texts, kind):
         extra = {"dimensions": self.dimensions} if self._send_dimensions else {}
+        sdk = self._openai
         try:
-            response = self._client.embeddings.create(model=self.model_id, input=texts, **extra)
-        except (self._openai.AuthenticationError, self._openai.PermissionDeniedError) as exc:
+            response = retry.call(lambda: self._client.embeddings.create(model=self.model_id, input=texts, **extra),
+                                  self._retryable, retries=self.retries, base=self.backoff)
+        except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
             raise ProviderUnavailable(f"OpenAI refused the API key: {exc}") from None
-        except self._openai.APIConnectionError as exc:
+        except sdk.APITimeoutError:
+            raise ProviderUnavailable(f"OpenAI API at {self._client.base_url} did not answer within "
+                                      f"{self.timeout:g} s (the embed_timeout setting)") from None
+        except sdk.APIConnectionError as exc:
             raise ProviderUnavailable(f"OpenAI API not reachable at {self._client.base_url}: {exc}") from None
-        except self._openai.APIError as exc:
+        except sdk.APIError as exc:
             raise ProviderError(f"OpenAI embeddings failed: {exc}") from None
         return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+
+    def _retryable(self, exc):
+        sdk = self._openai
+        if isinstance(exc, sdk.APITimeoutError):
+            return False
+        if isinstance(exc, sdk.APIStatusError):
+            return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+        return isinstance(exc, sdk.APIConnectionError)
 
     def close(self):
         self._client.close()
