@@ -212,16 +212,18 @@ def end_to_end(args, tmp, url, texts):
     if not model:
         print("3. end to end: skipped (no llama-cpp-python or no test model; see scripts/build_test_model.py)")
         return
+    from claude_chats.models import with_text
     from claude_chats.models.llama import LlamaProvider
 
     folder = os.path.join(tmp, "t3")
     os.makedirs(folder)
-    with LlamaProvider(model=model, threads=os.cpu_count()) as provider, \
+    settings = config.load()   # embed_text (CLAUDE_CHATS_EMBED_TEXT=plain: the bare text)
+    with with_text(LlamaProvider(model=model, threads=os.cpu_count()), settings) as provider, \
             Journal.open(os.path.join(tmp, "journal-e2e.db")) as journal:
         journal.import_files(write_transcripts(folder, texts[1000:], args.e2e_messages, sessions=20))
         report = sync(journal, url, provider, args.batch_size, args.workers)
-        line(f"3. end to end, {os.path.basename(model)}", report.pushed, report.seconds,
-             f"({report.chunks} chunks embedded)")
+        line(f"3. end to end, {os.path.basename(model)}, {settings.embed_text} text", report.pushed,
+             report.seconds, f"({report.chunks} chunks embedded)")
 
 
 def _test_model():
