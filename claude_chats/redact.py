@@ -72,6 +72,33 @@ def redact_findings(text):
     return "".join(out), findings
 
 
+def original_span(text, start, end):
+    """The span of ``text`` that ``redact(text)[start:end]`` came from.
+
+    Chunk offsets of text embedded redacted are offsets into the redacted text;
+    this maps them onto the original (a span edge inside a placeholder moves to
+    the edge of the secret it replaced, so the span covers it whole).
+    """
+    shift, findings = 0, scan(text)
+    edges = []
+    for f in findings:
+        at = f.start + shift                        # where the placeholder starts in the redacted text
+        edges.append((at, at + len(placeholder(f.kind)), f))
+        shift += len(placeholder(f.kind)) - (f.end - f.start)
+    return _to_original(start, edges, True), _to_original(end, edges, False)
+
+
+def _to_original(offset, edges, is_start):
+    shift = 0
+    for first, last, f in edges:
+        if offset <= first:
+            break
+        if offset < last:
+            return f.start if is_start else f.end
+        shift = f.end - last
+    return offset + shift
+
+
 def scan(text):
     """Secrets in ``text`` as ``Finding`` s, in order, without overlaps."""
     if not text or not isinstance(text, str):

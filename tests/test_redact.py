@@ -165,3 +165,31 @@ def test_hostile_repetition_costs_linear_time(pieces):
     started = time.perf_counter()
     _check_findings(text, redact.scan(text))
     assert time.perf_counter() - started < 10   # about 0.5 s at worst on a loaded 2-core machine
+
+
+@seed(13)
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(corpus.SECRETS).map(lambda s: s.text), st.text(max_size=40)), max_size=6),
+       SEPARATORS, st.data())
+def test_original_span_maps_redacted_offsets_onto_the_original(pieces, sep, data):
+    """A span of the redacted text (a chunk embedded redacted) maps onto the original: the same text
+    once its secrets are replaced, and a span edge inside a placeholder takes the whole secret."""
+    text = sep.join(pieces)
+    findings = redact.scan(text)
+    clean = redact.redact(text)
+    start = data.draw(st.integers(0, len(clean)))
+    end = data.draw(st.integers(start, len(clean)))
+    first, last = redact.original_span(text, start, end)
+    assert 0 <= first <= last <= len(text)
+    inside = [f for f in findings if first <= f.start and f.end <= last]
+    assert not [f for f in findings if f.start < first < f.end or f.start < last < f.end]  # no secret cut
+    rebuilt, at = [], first
+    for f in inside:
+        rebuilt += [text[at:f.start], redact.placeholder(f.kind)]
+        at = f.end
+    rebuilt.append(text[at:last])
+    piece = "".join(rebuilt)
+    assert clean[start:end] in piece                       # the whole span, widened only over placeholders
+    assert len(piece) - (end - start) <= 2 * max((len(redact.placeholder(k)) for k in redact.kinds()), default=0)
+    if not [f for f in inside] and "[REDACTED:" not in clean[start:end]:
+        assert text[first:last] == clean[start:end]
