@@ -100,3 +100,26 @@ def test_env_duration_is_understood_too(monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_SYNC_INTERVAL", "-1")
     with pytest.raises(ConfigError, match="CLAUDE_CHATS_SYNC_INTERVAL"):
         config.load()
+
+
+def test_embed_timeout_reaches_each_network_provider(monkeypatch):
+    """``embed_timeout`` (seconds or a duration) is the timeout of ollama, openai and bedrock; 0 is refused."""
+    from claude_chats.models import get_provider
+
+    assert config.parse_value("embed_timeout", "2m") == 120
+    result = chats("config", "set", "embed_timeout", "0")
+    assert result.exit_code == 1 and "positive" in result.output
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-real-secret")
+    overrides = {"openai_api_key": "sk-test"}
+    for timeout, expected in ((None, 30.0), ("7", 7.0)):
+        settings = config.load({**overrides, "embed_timeout": timeout})
+        for name in ("ollama", "openai", "bedrock"):
+            provider = get_provider(config.load({**overrides, "provider": name, "embed_timeout": timeout}))
+            try:
+                assert provider.timeout == expected, name
+            finally:
+                provider.close()
+        assert settings.embed_timeout == (None if timeout is None else int(timeout))
+    bedrock = get_provider(config.load({"provider": "bedrock", "embed_timeout": "7"}))
+    assert (bedrock._client.meta.config.read_timeout, bedrock._client.meta.config.connect_timeout) == (7.0, 7.0)
