@@ -23,8 +23,12 @@ DEFAULT_WORKERS = 2
 # A backlog of at least DEFER_INDEX_MIN messages, and at least 1/DEFER_INDEX_RATIO of the
 # vectors already indexed, loads without the HNSW index, which is rebuilt afterwards:
 # pgvector inserts into a live HNSW graph at roughly a fifth of the rate it builds one.
+# The full-text (GIN) index likewise when the backlog is at least 1/DEFER_TEXT_INDEX_RATIO
+# of the messages stored: building it costs about half of keeping it up to date row by row
+# (scripts/bench_sync.py), so rebuilding the whole table pays off only up to about that size.
 DEFER_INDEX_MIN = 2_000
 DEFER_INDEX_RATIO = 4
+DEFER_TEXT_INDEX_RATIO = 1
 
 
 @dataclass
@@ -43,7 +47,8 @@ class SyncReport:
     postgres: str = "not configured"   # "ok", "not configured", "unreachable"
     errors: list = field(default_factory=list)
     index_rebuilt: bool = False  # the vector index was dropped for a bulk load and built again
-    index_seconds: float = 0.0   # of ``seconds``: (re)building and analysing the vector index
+    text_index_rebuilt: bool = False  # the full-text index, likewise
+    index_seconds: float = 0.0   # of ``seconds``: (re)building and analysing those indexes
     seconds: float = 0.0
 
     @property
@@ -67,6 +72,7 @@ class Syncer:
     """
 
     defer_index_min, defer_index_ratio = DEFER_INDEX_MIN, DEFER_INDEX_RATIO
+    defer_text_index_ratio = DEFER_TEXT_INDEX_RATIO
 
     def __init__(self, journal, provider, store=None, local=None, batch_size=DEFAULT_BATCH,
                  redact=None, progress=None, workers=DEFAULT_WORKERS, index_kind="hnsw"):
@@ -81,6 +87,7 @@ class Syncer:
         started = time.monotonic()
         self.report.pending_before = journal_io.pending_count(self.journal.conn)
         self.report.postgres = "ok" if self.store is not None else self.report.postgres
+        deferred = finished = False
         try:
             self._sync_purges()   # first: a purge must not wait for the embedding model
             self._prepare_space()
@@ -89,11 +96,14 @@ class Syncer:
             self._batches()
             self._backfill()
             self._push_renamed_sessions()
+            finished = True
             self._finish_index(deferred)
         except ProviderError as exc:
             self.report.errors.append(f"embedding failed, messages stay pending: {exc}")
         except (PostgresError, SpaceMismatchError) as exc:
             self.report.errors.append(str(exc))
+        if deferred and not finished and self.report.postgres == "ok":
+            self._rebuild_after_failure()
         self.report.pending_after = journal_io.pending_count(self.journal.conn)
         self.report.seconds = round(time.monotonic() - started, 3)
         self._record()
@@ -140,27 +150,45 @@ class Syncer:
             self.report.purges = self._pg(sync_purges, self.journal, self.store)
 
     def _maybe_defer_index(self):
-        """Drop the space's index for a bulk load (see DEFER_INDEX_MIN); searches meanwhile scan."""
+        """Drop the indexes a bulk load would otherwise update row by row (see DEFER_INDEX_MIN):
+        the space's vector index, and the full-text index for a load as big as the table.
+        ``_finish_index`` rebuilds them; searches meanwhile scan. True when one was dropped.
+
+        A least-privilege run-time role (not the tables' owner) loads into the live indexes.
+        """
         if self.store is None or self.space_id is None:
             return False
-        pending = self.report.pending_before + self.report.backfill_before
-        if pending < self.defer_index_min or \
-                pending * self.defer_index_ratio < self._pg(self.store.vector_count, self.space_id):
-            return False
-        if not self._pg(self.store.owns_vectors, self.space_id):
-            return False  # a least-privilege run-time role loads into the live index
-        self._pg(self.store.drop_index, self.space_id)
-        return True
+        vectors = self.report.pending_before + self.report.backfill_before
+        messages = self.report.pending_before
+        dropped = False
+        if vectors >= self.defer_index_min and \
+                vectors * self.defer_index_ratio >= self._pg(self.store.vector_count, self.space_id) and \
+                self._pg(self.store.owns_vectors, self.space_id):
+            dropped = self._pg(self.store.drop_index, self.space_id)
+        if messages >= self.defer_index_min and self.defer_text_index_ratio and \
+                messages * self.defer_text_index_ratio >= self._pg(self.store.message_count) and \
+                self._pg(self.store.owns_messages):
+            dropped = self._pg(self.store.drop_text_index) or dropped
+        return dropped
 
     def _finish_index(self, deferred):
         """Rebuild an index dropped for a bulk load (or by a crash during one); ANALYZE."""
         if self.store is None or self.space_id is None:
             return
         started = time.monotonic()
+        self.report.text_index_rebuilt = self._pg(self.store.ensure_text_index)
         self.report.index_rebuilt = self._pg(self.store.ensure_index, self.space_id)
         if deferred or self.report.vectors_pushed:
             self._pg(self.store.refresh_index, self.space_id)
         self.report.index_seconds = round(time.monotonic() - started, 3)
+
+    def _rebuild_after_failure(self):
+        """A run that stopped after dropping indexes still rebuilds them, so searches do not scan
+        until the next sync (which, with the backlog still there, may drop them again)."""
+        try:
+            self._finish_index(True)
+        except PostgresError as exc:
+            self.report.errors.append(f"rebuilding the indexes after the failure: {exc}")
 
     def _batches(self):
         if self.store is None and self.local is None:

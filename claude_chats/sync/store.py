@@ -1,12 +1,19 @@
 """The canonical Postgres store: push batches idempotently, count, describe spaces.
 
-A push is one transaction: binary COPY of the batch into temporary tables,
-then ``INSERT ... SELECT ... ON CONFLICT`` into the real ones. Message uuid and
-session id are the identities, so pushing the same batch twice (a crash
-before the journal marked it synced, or two machines sharing a home
-directory) inserts nothing the second time.
+A push is two transactions, each a binary COPY into temporary tables then
+``INSERT ... SELECT ... ON CONFLICT`` into the real ones: first the batch's
+conversations, then its messages and vectors. Message uuid and session id are
+the identities, so pushing the same batch twice (a crash before the journal
+marked it synced, or two machines sharing a home directory) inserts nothing
+the second time. The conversations commit on their own so that batches
+pushed at once on several connections do not queue behind each other: a
+session spanning two batches would otherwise hold the second batch's upsert
+on the first one's uncommitted row until that whole batch committed. A
+conversation committed without its messages (a crash in between) is
+harmless: the journal still has them pending and the next push brings them.
 """
 
+import contextlib
 import json
 import math
 
@@ -18,6 +25,8 @@ from .records import PushResult
 
 HNSW_MAX_DIMS = 2000      # pgvector's index limit for vector; halfvec indexes go to 4000
 HALFVEC_MAX_DIMS = 4000
+TEXT_INDEX = "messages_content_tsv"     # sql/0001_init.sql: the full-text (GIN) index
+DROP_LOCK_TIMEOUT = "2s"  # dropping an index for a bulk load waits this long for readers, else loads live
 
 _TEMP_TABLES = """
 CREATE TEMP TABLE push_conversations (
@@ -158,7 +167,7 @@ class PgStore:
 
     def clone(self):
         """Another store on a new connection to the same database (schema already migrated)."""
-        return PgStore.open(self.url, self.allow_insecure_remote, migrate=False)
+        return type(self).open(self.url, self.allow_insecure_remote, migrate=False)
 
     def close(self):
         self.conn.close()
@@ -219,13 +228,23 @@ class PgStore:
 
     def owns_vectors(self, space_id):
         """Whether this role may drop and rebuild the space's index (it owns the table)."""
-        return bool(self.conn.execute(
+        return self._owns(vector_table(space_id))
+
+    def owns_messages(self):
+        """Whether this role may drop and rebuild the full-text index (it owns ``messages``)."""
+        return self._owns("messages")
+
+    def _owns(self, table):
+        row = self.conn.execute(
             "SELECT pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables "
-            "WHERE schemaname = current_schema() AND tablename = %s", (vector_table(space_id),)).fetchone()[0])
+            "WHERE schemaname = current_schema() AND tablename = %s", (table,)).fetchone()
+        return bool(row and row[0])
 
     def drop_index(self, space_id):
-        """Drop the space's vector index before a bulk load (``ensure_index`` rebuilds it)."""
-        self.conn.execute(f"DROP INDEX IF EXISTS {vector_table(space_id)}_embedding")
+        """Drop the space's vector index before a bulk load (``ensure_index`` rebuilds it).
+
+        False when readers held the table longer than DROP_LOCK_TIMEOUT (the load goes live)."""
+        return self._drop_for_load(f"{vector_table(space_id)}_embedding")
 
     def ensure_index(self, space_id):
         """(Re)build the space's vector index if it is missing (after a bulk load or a crash)."""
@@ -234,12 +253,52 @@ class PgStore:
         kind, _lists, dims = self._space_row(space_id)
         if kind == "ivfflat":
             return self.refresh_index(space_id, force=True) is not None
+        with self._maintenance_memory():
+            self._create_index(space_id, kind, dims)
+        return True
+
+    def has_text_index(self):
+        return self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TEXT_INDEX,)).fetchone()[0]
+
+    def drop_text_index(self):
+        """Drop the full-text index before a bulk load: building it afresh costs about half of
+        what keeping it up to date row by row does. ``ensure_text_index`` rebuilds it; searches
+        meanwhile scan ``content_tsv``. False when readers held the table (see ``drop_index``)."""
+        return self._drop_for_load(TEXT_INDEX)
+
+    def ensure_text_index(self):
+        """(Re)build the full-text index if it is missing (after a bulk load or a crash), then
+        ANALYZE ``messages``. The definition is sql/0001_init.sql's."""
+        if self.has_text_index():
+            return False
+        with self._maintenance_memory():
+            self.conn.execute(f"CREATE INDEX IF NOT EXISTS {TEXT_INDEX} ON messages USING gin (content_tsv)")
+        self.conn.execute("ANALYZE messages")
+        return True
+
+    def message_count(self):
+        """Messages stored: the planner's estimate when there is one (a bulk-load decision), else counted."""
+        estimate = self.conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass").fetchone()[0]
+        if estimate is not None and estimate >= 0:
+            return int(estimate)
+        return self.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+
+    def _drop_for_load(self, index):
+        try:
+            with self.conn.transaction():
+                self.conn.execute(f"SET LOCAL lock_timeout = '{DROP_LOCK_TIMEOUT}'")
+                self.conn.execute(f"DROP INDEX IF EXISTS {index}")
+        except psycopg.errors.LockNotAvailable:
+            return False
+        return True
+
+    @contextlib.contextmanager
+    def _maintenance_memory(self):
         self.conn.execute("SET maintenance_work_mem = '256MB'")
         try:
-            self._create_index(space_id, kind, dims)
+            yield
         finally:
             self.conn.execute("RESET maintenance_work_mem")
-        return True
 
     def vector_count(self, space_id):
         return self.conn.execute(f"SELECT count(*) FROM {vector_table(space_id)}").fetchone()[0]
@@ -268,10 +327,15 @@ class PgStore:
         """Write ``batch`` (a ``records.Batch``) in one transaction; returns a ``PushResult``."""
         space_id = self.ensure_space(batch.space) if batch.space is not None and batch.chunks else None
         self._ensure_temp_tables()
+        cur = self.conn.cursor()
+        conversations = 0
+        if batch.conversations:
+            with self.conn.transaction():
+                self._copy(cur, "push_conversations", _CONVERSATION_TYPES, batch.conversations)
+                conversations = cur.execute(_UPSERT_CONVERSATIONS).rowcount
+        if not batch.messages and not batch.chunks:
+            return PushResult(conversations, 0, 0, [])
         with self.conn.transaction():
-            cur = self.conn.cursor()
-            self._copy(cur, "push_conversations", _CONVERSATION_TYPES, batch.conversations)
-            conversations = cur.execute(_UPSERT_CONVERSATIONS).rowcount
             self._copy(cur, "push_messages", _MESSAGE_TYPES, batch.messages)
             messages = cur.execute(_INSERT_MESSAGES).rowcount
             if messages < len(batch.messages):
@@ -312,7 +376,7 @@ class PgStore:
         if not force and lists is not None and wanted < 2 * lists and self.has_index(space_id):
             return lists
         with self.conn.transaction():
-            self.drop_index(space_id)
+            self.conn.execute(f"DROP INDEX IF EXISTS {table}_embedding")
             self._create_index(space_id, "ivfflat", dims, wanted)
             self.conn.execute("UPDATE spaces SET index_lists = %s WHERE id = %s", (wanted, space_id))
         return wanted
