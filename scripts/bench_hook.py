@@ -64,7 +64,7 @@ def make_transcript(path, size, session):
 
 
 def timed(cmd, stdin_bytes, env):
-    """Wall seconds and peak RSS (KiB) of one child process."""
+    """Wall seconds, peak RSS (KiB) and CPU seconds (user + system) of one child process."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env)
@@ -75,7 +75,7 @@ def timed(cmd, stdin_bytes, env):
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} exited {proc.returncode}")
-    return wall, usage.ru_maxrss
+    return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def pct(values, q):
@@ -117,27 +117,29 @@ def main():
                               "hook_event_name": "Stop"}).encode()
         timed([hook], payload, case_env)  # first run imports the whole file (not measured)
         cases[label] = {"path": path, "payload": payload, "session": session, "next": count, "env": case_env,
-                        "wall": [], "rss": []}
-    floor = {"wall": [], "rss": []}
+                        "wall": [], "rss": [], "cpu": []}
+    floor = {"wall": [], "rss": [], "cpu": []}
     for _ in range(args.runs):
-        w, r = timed([sys.executable, "-c", "import apsw"], b"", env)
+        w, r, c = timed([sys.executable, "-c", "import apsw"], b"", env)
         floor["wall"].append(w)
         floor["rss"].append(r)
+        floor["cpu"].append(c)
         for case in cases.values():
             with open(case["path"], "a") as fh:
                 for _ in range(2):
                     fh.write(synthetic_line(case["next"], case["session"]))
                     case["next"] += 1
-            w, r = timed([hook], case["payload"], case["env"])
+            w, r, c = timed([hook], case["payload"], case["env"])
             case["wall"].append(w)
             case["rss"].append(r)
+            case["cpu"].append(c)
     print(f"hook benchmark: {args.runs} runs each, interleaved; python {sys.version.split()[0]}, {os.cpu_count()} cores")
-    print(f"{'what':50} {'p50 ms':>8} {'p90 ms':>8} {'peak RSS MiB':>13}")
+    print(f"{'what':50} {'p50 ms':>8} {'p90 ms':>8} {'CPU p50 ms':>11} {'peak RSS MiB':>13}")
     rows = [("floor: python -c 'import apsw'", floor)] + [(f"hook, 2 lines appended to {k}", v)
                                                          for k, v in cases.items()]
     for name, data in rows:
         print(f"{name:50} {1000 * pct(data['wall'], .5):8.1f} {1000 * pct(data['wall'], .9):8.1f} "
-              f"{max(data['rss']) / 1024:13.1f}")
+              f"{1000 * pct(data['cpu'], .5):11.1f} {max(data['rss']) / 1024:13.1f}")
     f50 = statistics.median(floor["wall"])
     h3, h30 = statistics.median(cases["3MB"]["wall"]), statistics.median(cases["30MB"]["wall"])
     print(f"ratio hook(3MB) / floor   p50: {h3 / f50:.2f}x  (budget 1.30x)")
@@ -148,6 +150,9 @@ def main():
     if args.compare:
         hc = statistics.median(cases["3MB, code from --compare"]["wall"])
         print(f"ratio hook(3MB, --compare) / floor p50: {hc / f50:.2f}x  (this code: {h3 / f50:.2f}x)")
+        cpu = {k: statistics.median(cases[k]["cpu"]) for k in ("3MB", "3MB, code from --compare")}
+        print(f"CPU p50, this code / --compare: {1000 * cpu['3MB']:.1f} / {1000 * cpu['3MB, code from --compare']:.1f} ms "
+              f"(floor {1000 * statistics.median(floor['cpu']):.1f} ms)")
     shutil.rmtree(work, ignore_errors=True)
 
 
