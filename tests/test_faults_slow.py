@@ -162,6 +162,7 @@ def test_sync_with_a_provider_past_its_timeout_ends_reports_and_recovers(provide
     count = import_history(tmp_path)
     server.mode = mode
     result, seconds = chats("sync")
+    print(f"[slow provider] {name} {mode}: the sync ended in {seconds:.2f} s (timeout {TIMEOUT} s)")
     assert seconds < BOUND, (name, mode, seconds)
     assert result.exit_code == 1
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
