@@ -171,3 +171,59 @@ def test_dropped_index_is_rebuilt(store):
     store.drop_index(space_id)
     assert store.ensure_index(space_id) is True
     assert store.ensure_index(space_id) is False
+
+
+def test_text_index_is_dropped_for_a_load_and_rebuilt_as_the_migration_made_it(store):
+    definition = "SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_content_tsv'"
+    made = store.conn.execute(definition).fetchone()[0]
+    assert store.owns_messages() and store.has_text_index() and store.ensure_text_index() is False
+    assert store.drop_text_index() is True and not store.has_text_index()
+    store.push(Batch([conv("s1")], msgs("s1", 3), [], None))
+    assert store.ensure_text_index() is True
+    assert store.conn.execute(definition).fetchone()[0] == made
+    assert store.message_count() == 3   # ANALYZE ran with the rebuild: the estimate is exact here
+
+
+def test_an_index_drop_gives_up_while_a_reader_holds_the_table(store, pg_db_url):
+    sp = space()
+    store.push(Batch([conv("s1")], msgs("s1", 2), chunks(msgs("s1", 2)), sp))
+    space_id = store.ensure_space(sp)
+    with psycopg.connect(pg_db_url) as reader:   # a search in progress: an open transaction reading both
+        reader.execute(f"SELECT count(*) FROM messages, {vector_table(space_id)}")
+        assert store.drop_text_index() is False and store.drop_index(space_id) is False
+    assert store.has_text_index() and store.has_index(space_id)
+
+
+def store_conn_count(url, sql):
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(sql).fetchone()[0]
+
+
+def test_a_push_does_not_wait_for_a_concurrent_push_of_the_same_session(store, pg_db_url):
+    """Batches of one session pushed at once on two connections: the second does not queue
+    behind the first's transaction (the conversation row is committed before the messages)."""
+    sp = space()
+    first = msgs("s1", 4)
+    store.push(Batch([conv("s0")], [], chunks(msgs("s0", 1)), sp))   # creates the space's table
+    table = vector_table(store.ensure_space(sp))
+    with psycopg.connect(pg_db_url) as blocker:
+        blocker.execute(f"LOCK TABLE {table} IN SHARE MODE")        # the first push stops at its vectors
+        results = {}
+        worker = threading.Thread(target=lambda: results.setdefault(
+            "first", store.push(Batch([conv("s1")], first, chunks(first), sp))))
+        worker.start()
+        waiting = f"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%{table}%'"
+        for _ in range(200):
+            if store_conn_count(pg_db_url, waiting):
+                break
+            threading.Event().wait(0.05)
+        else:
+            raise AssertionError("the first push never reached its vectors")
+        with PgStore.open(pg_db_url) as other:
+            other.conn.execute("SET lock_timeout = '3s'")
+            second = other.push(Batch([conv("s1", last="2026-01-02T00:00:00Z")], msgs("s1", 3, start=4), [], None))
+        assert (second.conversations, second.messages, second.missing) == (1, 3, [])
+        assert worker.is_alive()
+    worker.join(10)
+    assert results["first"].messages == 4 and results["first"].chunks == 4
+    assert store.counts()["messages"] == 7

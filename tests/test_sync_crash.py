@@ -18,8 +18,10 @@ DRIVER = """
 import json, sys
 from claude_chats import config
 from claude_chats.localstore.journal import Journal
+from claude_chats.sync.engine import Syncer
 from claude_chats.sync.runner import run_sync
 from tests.fixtures_pg import HashEmbedder
+Syncer.defer_index_min = int(sys.argv[4])   # a backlog this big loads without the indexes
 with Journal.open(sys.argv[1]) as journal:
     report = run_sync(config.load({"database_url": sys.argv[2]}), journal=journal, provider=HashEmbedder(),
                       batch_size=int(sys.argv[3]))
@@ -27,11 +29,12 @@ print(json.dumps(report.as_dict()))
 """
 
 
-def run_driver(journal_path, url, die_at=None, batch_size=10):
+def run_driver(journal_path, url, die_at=None, batch_size=10, bulk=False):
     env = {k: v for k, v in os.environ.items() if k != ENV}
     if die_at:
         env[ENV] = die_at
-    return subprocess.run([sys.executable, "-c", DRIVER, journal_path, url, str(batch_size)],
+    defer_min = 10 if bulk else 10_000
+    return subprocess.run([sys.executable, "-c", DRIVER, journal_path, url, str(batch_size), str(defer_min)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -44,7 +47,7 @@ def pg_state(url):
             "SELECT m.message_uuid, v.chunk_index, v.embedding::text FROM vectors_1 v "
             "JOIN messages m ON m.id = v.message_id ORDER BY 1, 2").fetchall()
         convs = store.conn.execute("SELECT session_id, name FROM conversations ORDER BY 1").fetchall()
-        indexed = store.has_index(1)
+        indexed = store.has_index(1), store.has_text_index()
     return msgs, vectors, convs, indexed
 
 
@@ -85,13 +88,17 @@ def reference(tmp_path, journal_path, pg_url):
     return state
 
 
-@pytest.mark.parametrize("die_at", [
-    "after-embed", "after-embed@3", "mid-copy-push_messages@2", "mid-copy-push_chunks",
-    "before-mark", "before-mark@3",
+@pytest.mark.parametrize("die_at, bulk", [
+    ("after-embed", False), ("after-embed@3", False), ("mid-copy-push_messages@2", False),
+    ("mid-copy-push_chunks", False), ("after-conversations@2", False), ("before-mark", False),
+    ("before-mark@3", False),
+    ("mid-copy-push_messages@2", True), ("before-mark@3", True),   # the indexes dropped for the load
 ])
-def test_kill_9_then_rerun_ends_identical(journal_path, pg_db_url, reference, die_at):
-    crashed = run_driver(journal_path, pg_db_url, die_at=die_at)
+def test_kill_9_then_rerun_ends_identical(journal_path, pg_db_url, reference, die_at, bulk):
+    crashed = run_driver(journal_path, pg_db_url, die_at=die_at, bulk=bulk)
     assert crashed.returncode == -9, crashed.stderr
+    if bulk:
+        assert pg_state(pg_db_url)[3] == (False, False)   # killed before it could rebuild them
     done = run_driver(journal_path, pg_db_url)
     assert done.returncode == 0, done.stderr
     assert pg_state(pg_db_url) == reference

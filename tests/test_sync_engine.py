@@ -219,9 +219,40 @@ def test_a_bulk_load_rebuilds_the_index_afterwards(journal, tmp_path, pg_db_url)
         journal.import_files([str(write_transcript(tmp_path, s, 8))])
     with PgStore.open(pg_db_url) as store:
         report = Bulk(journal, HashEmbedder(), store, batch_size=4).run()
-        assert report.ok and report.index_rebuilt and report.vectors_pushed == 16
+        assert report.ok and report.index_rebuilt and report.text_index_rebuilt and report.vectors_pushed == 16
         (space,) = store.spaces()
-        assert store.has_index(space["id"])
+        assert store.has_index(space["id"]) and store.has_text_index()
         journal.import_files([str(write_transcript(tmp_path, "s-c", 3))])
-        small = Bulk(journal, HashEmbedder(), store).run()        # 3 < 10: the live index takes them
-        assert small.ok and not small.index_rebuilt
+        small = Bulk(journal, HashEmbedder(), store).run()        # 3 < 10: the live indexes take them
+        assert small.ok and not small.index_rebuilt and not small.text_index_rebuilt
+        journal.import_files([str(write_transcript(tmp_path, "s-d", 12))])
+        # 12 >= 19 vectors / 4, but fewer than the 19 messages stored: only the vector index goes
+        medium = Bulk(journal, HashEmbedder(), store, batch_size=4).run()
+        assert medium.ok and medium.index_rebuilt and not medium.text_index_rebuilt
+        assert store.conn.execute("SELECT count(*) FROM messages WHERE content_tsv @@ 'turn'::tsquery"
+                                  ).fetchone()[0] == 31
+
+
+def test_a_bulk_load_that_fails_still_rebuilds_the_indexes(journal, tmp_path, pg_db_url):
+    from claude_chats.errors import ProviderError
+    from claude_chats.models import CANARY_TEXT
+    from claude_chats.sync.engine import Syncer
+
+    class Bulk(Syncer):
+        defer_index_min = 10
+
+    class DownAfterCanary(HashEmbedder):   # embeds the canary sentence, fails on the messages
+        def embed_batch(self, texts, kind):
+            if texts != [CANARY_TEXT]:
+                raise ProviderError("test-hash: down after the canary (test)")
+            return super().embed_batch(texts, kind)
+
+    journal.import_files([str(write_transcript(tmp_path, "s-a", 4))])
+    assert sync(journal, pg_db_url).ok
+    journal.import_files([str(write_transcript(tmp_path, "s-b", 12))])
+    with PgStore.open(pg_db_url) as store:
+        report = Bulk(journal, DownAfterCanary(), store, batch_size=4).run()
+        assert not report.ok and "embedding failed" in report.errors[0] and report.pending_after == 12
+        assert report.index_rebuilt and report.text_index_rebuilt
+        (space,) = store.spaces()
+        assert store.has_index(space["id"]) and store.has_text_index()

@@ -333,6 +333,7 @@ class PgStore:
             with self.conn.transaction():
                 self._copy(cur, "push_conversations", _CONVERSATION_TYPES, batch.conversations)
                 conversations = cur.execute(_UPSERT_CONVERSATIONS).rowcount
+            faults.point("after-conversations")
         if not batch.messages and not batch.chunks:
             return PushResult(conversations, 0, 0, [])
         with self.conn.transaction():
