@@ -8,8 +8,18 @@ returns the result dict that the MCP tool and ``chats search --json`` print::
      "timings_ms": {"embed", "search"}, "truncated"}
 
 Modes: ``hybrid`` (full-text and vector legs, each taking its top
-``candidates``, fused with Reciprocal Rank Fusion, k=60 per leg by default),
-``semantic`` (vector leg only) and ``fulltext`` (the query taken as text).
+``candidates``, fused with weighted Reciprocal Rank Fusion: k=60 per leg,
+``LEG_WEIGHTS`` per leg), ``semantic`` (vector leg only) and ``fulltext`` (the
+query taken as text).
+
+The full-text leg (both stores): hybrid matches a message with *any* of the
+query's words (a question rarely shares every word with its answer), ranked
+bm25-like (term rarity counts); a message then adds ``NEIGHBOUR_WEIGHT`` x the
+full-text scores of the messages within ``NEIGHBOUR_SPAN`` of it in its session
+(answers often sit next to the turn that names the topic). Full-text mode reads
+the query as web-search syntax (all words, "phrases", ``or``, ``-word``) and
+falls back to any word when no message has all of them. BENCHMARKS.md has the
+measurements behind each choice.
 
 A store ("backend") answers with the same small interface (see ``Backend``);
 ``claude_chats.sync.pgsearch`` (Postgres: both legs and the fusion in one SQL
@@ -40,6 +50,12 @@ TEXT_CHARS = 700       # matched text per hit
 NEIGHBOUR_CHARS = 200  # each neighbouring message
 MAX_CHARS = 12_000     # the whole result, as JSON
 ROLES = ("user", "assistant", "system")
+LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}   # weighted RRF: the vector leg counts half
+NEIGHBOUR_SPAN = 2        # messages either side whose full-text score a message borrows
+NEIGHBOUR_WEIGHT = 0.35   # ... at this fraction (0: none)
+FULLTEXT_POOL = 5         # x a leg's candidates: the top full-text matches that lend to their neighbours
+MATCH_ROWS = 2000         # "any word" matches at most about this many messages (see ``selective``)
+MATCHES = ("all", "any")
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,8 @@ class Plan:
     candidates: int = CANDIDATES
     rrf_k: dict = field(default_factory=lambda: {leg: RRF_K for leg in LEGS})
     match: str = "all"             # full text: "all" words (web-search syntax), or "any" word
+    weights: dict = field(default_factory=lambda: dict(LEG_WEIGHTS))   # leg -> weight in the fusion
+    neighbours: float = NEIGHBOUR_WEIGHT   # what a full-text match lends the messages around it
 
 
 @dataclass
@@ -122,19 +140,19 @@ class Candidate:
     chunk: tuple | None = None                   # (start_char, end_char) of the best vector chunk
 
 
-def fuse(legs, rrf_k):
-    """Reciprocal Rank Fusion of ranked legs: ``{leg: [Candidate]}`` (best first) -> [Candidate].
+def fuse(legs, rrf_k, weights=None):
+    """Weighted Reciprocal Rank Fusion of ranked legs: ``{leg: [Candidate]}`` (best first) -> [Candidate].
 
-    score = sum over legs of 1 / (k_leg + rank). Ties go to the better best rank,
-    then to the full-text rank.
+    score = sum over legs of weight_leg / (k_leg + rank) (``weights``: leg -> weight, 1 when
+    missing). Ties go to the better best rank, then to the full-text rank.
     """
-    fused = {}
+    fused, weights = {}, weights or {}
     for leg, ranked in legs.items():
         for rank, found in enumerate(ranked, 1):
             hit = fused.setdefault(found.key, Candidate(found.key, found.session_id))
             hit.ranks[leg] = rank
             hit.scores[leg] = found.scores.get(leg)
-            hit.score += 1.0 / (rrf_k[leg] + rank)
+            hit.score += weights.get(leg, 1.0) / (rrf_k[leg] + rank)
             hit.chunk = hit.chunk or found.chunk
     return sorted(fused.values(), key=_fusion_order)
 
@@ -172,6 +190,28 @@ def query_terms(text):
     words = re.findall(r"\w+", text or "", re.UNICODE)
     kept = [w for w in words if w.lower() not in STOPWORDS]
     return kept or words
+
+
+def selective(words, counts, total, budget=MATCH_ROWS):
+    """(words, "any" or "all"): what an any-word query matches on, given how many messages hold
+    each word (``counts``, exact or estimated, capped or not) out of ``total``.
+
+    All the words, unless together they would match more than ``budget`` messages of a larger
+    store: then the rarest first while the sum stays within ``budget`` (ties in query order); when
+    even the rarest is in more than ``budget``, every word is required ("all"). Words that
+    common weigh little in bm25 and would make each search score a large part of the store.
+    Both stores choose the same way.
+    """
+    capped = [min(c, budget + 1) for c in counts]
+    if total <= budget or sum(capped) <= budget:
+        return list(words), "any"
+    kept, used = [], 0
+    for i in sorted(range(len(words)), key=lambda i: (capped[i], i)):
+        if used + capped[i] > budget:
+            break
+        kept.append(i)
+        used += capped[i]
+    return ([words[i] for i in sorted(kept)], "any") if kept else (list(words), "all")
 
 
 def excerpt(content, terms=(), chunk=None, budget=TEXT_CHARS):
@@ -287,24 +327,33 @@ class Request:
     candidates: int = CANDIDATES
     rrf_k: dict = field(default_factory=lambda: {leg: RRF_K for leg in LEGS})
     max_chars: int | None = MAX_CHARS
+    weights: dict = field(default_factory=lambda: dict(LEG_WEIGHTS))
+    neighbours: float = NEIGHBOUR_WEIGHT
+    match: str | None = None       # None: "any" word in hybrid, web-search syntax in full-text mode
     vector: object = None
     embed_ms: float = 0.0
 
     @classmethod
     def build(cls, query, limit=5, mode="hybrid", per_session=PER_SESSION, context=CONTEXT, candidates=None,
-              rrf_k=RRF_K, max_chars=MAX_CHARS, **filters):
+              rrf_k=RRF_K, max_chars=MAX_CHARS, weights=None, neighbours=NEIGHBOUR_WEIGHT, match=None,
+              **filters):
         if mode not in MODES:
             raise SearchError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if not (query or "").strip():
             raise SearchError("the query is empty: say what to look for")
+        if match not in (None, *MATCHES):
+            raise SearchError(f"match must be one of {', '.join(MATCHES)}, not {match!r}")
         limit = max(1, min(int(limit), 100))
         ks = rrf_k if isinstance(rrf_k, dict) else {leg: rrf_k for leg in LEGS}
         ks = {leg: int(ks.get(leg, RRF_K)) for leg in LEGS}
         if min(ks.values()) < 1:
             raise SearchError("rrf_k must be a positive integer")
+        weights = {leg: float((weights or LEG_WEIGHTS).get(leg, 1.0)) for leg in LEGS}
+        if min(weights.values()) < 0 or float(neighbours) < 0:
+            raise SearchError("leg weights and the neighbours' weight must not be negative")
         candidates = max(int(candidates or CANDIDATES), limit * 4)
         return cls(query.strip(), limit, mode, Filters.build(**filters), max(0, int(per_session or 0)),
-                   max(0, min(int(context), 10)), candidates, ks, max_chars)
+                   max(0, min(int(context), 10)), candidates, ks, max_chars, weights, float(neighbours), match)
 
 
 class Searcher:
@@ -386,9 +435,11 @@ class Searcher:
         started = time.perf_counter()
         legs, vector, space_id = self._legs(backend, request, notes)
         searching = time.perf_counter()
-        plan = Plan(request.query, legs, request.filters, vector, space_id, request.candidates, request.rrf_k)
+        match = request.match or ("all" if request.mode == "fulltext" else "any")
+        plan = Plan(request.query, legs, request.filters, vector, space_id, request.candidates, request.rrf_k,
+                    match, request.weights, request.neighbours)
         found = backend.candidates(plan)
-        if not found and legs == ("fulltext",) and len(query_terms(request.query)) > 1:
+        if not found and request.match is None and plan.match == "all" and len(query_terms(request.query)) > 1:
             plan.match = "any"
             found = backend.candidates(plan)
             if found:
@@ -587,5 +638,6 @@ def _nothing_found(request):
     return f"nothing found: {tips[request.mode]}{widen}"
 
 
-__all__ = ["STOPWORDS", "CANDIDATES", "Candidate", "Filters", "Hit", "MODES", "PER_SESSION", "Plan", "RRF_K", "Request",
+__all__ = ["STOPWORDS", "CANDIDATES", "Candidate", "Filters", "Hit", "LEG_WEIGHTS", "MODES", "NEIGHBOUR_SPAN",
+           "NEIGHBOUR_WEIGHT", "PER_SESSION", "Plan", "RRF_K", "Request",
            "Searcher", "cap_per_session", "open_searcher", "excerpt", "fuse", "query_terms", "render"]

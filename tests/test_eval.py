@@ -270,31 +270,43 @@ def test_previous_is_the_last_text_message_of_the_same_session():
 
 
 def test_full_text_reads_a_question_as_any_of_its_words():
-    from claude_chats import retrieval
+    from claude_chats.localstore.search import fts_match
 
-    assert retrieval.fulltext_match("When did Caroline go to the support group?") == \
+    assert fts_match("When did Caroline go to the support group?", "any") == \
         '"Caroline" OR "go" OR "support" OR "group"'
-    assert retrieval.fulltext_match("what is it") == '"what" OR "is" OR "it"'
-    assert retrieval.fulltext_match("?!") is None
+    assert fts_match("what is it", "any") == '"what" OR "is" OR "it"'
+    assert fts_match("test the tests TEST", "any") == '"test" OR "tests"'
+    assert fts_match("?!", "any") is None
+
+
+def test_common_words_give_way_to_rare_ones_in_a_large_store():
+    from claude_chats.search import selective
+
+    words = ["Caroline", "go", "support", "group"]
+    assert selective(words, [40, 900, 300, 700], 1_000, budget=2_000) == (words, "any")       # a small store
+    assert selective(words, [40, 900, 300, 700], 50_000, budget=2_000) == (words, "any")      # few matches
+    assert selective(words, [40, 9_000, 300, 1_700], 50_000, budget=2_000) == (["Caroline", "support"], "any")
+    assert selective(words, [4_000, 9_000, 3_000, 2_500], 50_000, budget=2_000) == (words, "all")
 
 
 def test_neighbours_lend_part_of_their_score():
-    from claude_chats import retrieval
+    from claude_chats.localstore.search import with_neighbours
 
     matched = {("s", 1): 2.0, ("s", 3): 1.0, ("t", 2): 4.0}
     places = [("s", 0), ("s", 1), ("s", 2), ("s", 3), ("s", 5), ("t", 2)]
-    scored = retrieval.with_neighbours(matched, places, span=2, weight=0.5)
+    scored = with_neighbours(matched, places, span=2, weight=0.5)
     assert scored == {("s", 0): 1.0, ("s", 1): 2.5, ("s", 2): 1.5, ("s", 3): 2.0, ("s", 5): 0.5, ("t", 2): 4.0}
 
 
 def test_weighted_fusion():
-    from claude_chats import retrieval
-    from claude_chats.search import Candidate
+    from claude_chats.search import Candidate, fuse
 
-    a = Candidate(1, "s", ranks={"fulltext": 1, "semantic": 3})
-    b = Candidate(2, "s", ranks={"semantic": 1})
-    fused = retrieval.reweigh([b, a], {"fulltext": 60, "semantic": 60}, {"fulltext": 1.0, "semantic": 0.5})
-    assert [c.key for c in fused] == [1, 2]
+    def leg(name, *keys):
+        return [Candidate(k, "s", scores={name: 1.0}) for k in keys]
+
+    fused = fuse({"fulltext": leg("fulltext", 1), "semantic": leg("semantic", 2, 3, 1)},
+                 {"fulltext": 60, "semantic": 60}, {"fulltext": 1.0, "semantic": 0.5})
+    assert [c.key for c in fused] == [1, 2, 3]
     assert fused[0].score == pytest.approx(1 / 61 + 0.5 / 63) and fused[1].score == pytest.approx(0.5 / 61)
 
 

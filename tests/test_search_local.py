@@ -4,7 +4,7 @@ import pytest
 
 from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchError
 from claude_chats.localstore.search import LocalSearch, fts_match
-from claude_chats.search import Candidate, Searcher, cap_per_session, fuse
+from claude_chats.search import LEG_WEIGHTS, Candidate, Searcher, cap_per_session, fuse
 from tests.fixtures_pg import HashEmbedder
 from claude_chats.localstore import vectors
 from claude_chats.models import Chunk
@@ -55,16 +55,45 @@ def test_fulltext_falls_back_to_any_word(searcher):
     assert any("some of them" in n for n in result["notes"])
 
 
-def test_hybrid_fuses_both_legs_with_rrf(searcher):
+def test_hybrid_fuses_both_legs_with_weighted_rrf(searcher):
     result = searcher.search("flaky migration test sequence", mode="hybrid", per_session=0, limit=3)
     assert result["modes_run"] == ["fulltext", "semantic"]
     top = result["hits"][0]
     assert top["session_id"] == "s-migrate" and set(top["ranks"]) == {"fulltext", "semantic"}
-    expected = sum(1 / (60 + r) for r in top["ranks"].values())
+    expected = sum(LEG_WEIGHTS[leg] / (60 + r) for leg, r in top["ranks"].items())
+    assert LEG_WEIGHTS["semantic"] < LEG_WEIGHTS["fulltext"]
     assert top["score"] == pytest.approx(expected, abs=1e-6)
+    plain = searcher.search("flaky migration test sequence", per_session=0, limit=3,
+                            weights={"fulltext": 1, "semantic": 1})["hits"][0]
+    assert plain["score"] == pytest.approx(sum(1 / (60 + r) for r in plain["ranks"].values()), abs=1e-6)
     assert top["chunk"] == {"start": 0, "end": top["chars"]}
     scores = [h["score"] for h in result["hits"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_hybrid_matches_any_word_of_a_question(searcher):
+    """A question shares few words with its answer: hybrid's full-text leg needs only one of them."""
+    question = "why does the migration test fail on CI every other time?"
+    assert searcher.search(question, mode="fulltext", per_session=0)["notes"]   # no message has all the words
+    hybrid = searcher.search(question, per_session=0, limit=10)
+    ranked = [h for h in hybrid["hits"] if "fulltext" in h["ranks"]]
+    assert ranked and ranked[0]["session_id"] == "s-migrate" and ranked[0]["seq"] == 0
+    alone = searcher.search(question, per_session=0, limit=10, match="all")["hits"]
+    assert not any("fulltext" in h["ranks"] for h in alone)
+
+
+def test_neighbours_lend_their_full_text_score(searcher):
+    """A reply that shares no word with the query is found through the question before it."""
+    result = searcher.search("CrashLoopBackOff", mode="fulltext", per_session=0)
+    found = [(h["session_id"], h["seq"]) for h in result["hits"]]
+    assert found[:2] == [("s-k8s", 0), ("s-k8s", 1)]
+    asked, answer = result["hits"][0]["scores"]["fulltext"], result["hits"][1]["scores"]["fulltext"]
+    assert answer == pytest.approx(0.35 * asked)
+    alone = searcher.search("CrashLoopBackOff", mode="fulltext", per_session=0, neighbours=0)
+    assert [(h["session_id"], h["seq"]) for h in alone["hits"]] == [("s-k8s", 0)]
+    # the filters choose what is ranked, not what lends: the user's question lends to the reply
+    replies = searcher.search("CrashLoopBackOff", mode="fulltext", role="assistant", per_session=0)
+    assert [(h["session_id"], h["seq"], h["role"]) for h in replies["hits"]] == [("s-k8s", 1, "assistant")]
 
 
 def test_semantic_only(searcher):

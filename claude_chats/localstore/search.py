@@ -6,8 +6,10 @@ combines them with Reciprocal Rank Fusion, exactly as Postgres does in SQL.
 
 Full text: the query is read like Postgres' ``websearch_to_tsquery``
 (words are ANDed, ``"quoted phrases"``, ``or`` between words, ``-word``
-excludes, English stopwords dropped) and written as a safe FTS5 expression:
-typed text is never parsed as FTS5 syntax.
+excludes, English stopwords dropped), or as any of its words (``match="any"``),
+and written as a safe FTS5 expression: typed text is never parsed as FTS5
+syntax. Messages are ranked by bm25 plus what the messages around them lend
+(``search.NEIGHBOUR_WEIGHT``; Postgres computes the same in SQL).
 
 Vectors: the chunk vectors of a space live in the sqlite-vec table
 ``vec_<space id>`` (rowid = ``chunks.id``). KNN takes the nearest chunks,
@@ -17,10 +19,12 @@ filters, and keeps each message's best chunk; when the filters leave too few
 
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 
-from ..search import STOPWORDS, Candidate, fuse, iso, query_terms
+from ..search import (FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, NEIGHBOUR_WEIGHT, STOPWORDS, Candidate, fuse, iso,
+                      query_terms, selective)
 from . import fts
 from .journal import Journal
 
@@ -35,7 +39,7 @@ _TOKEN = re.compile(r'(-?)"([^"]*)"?|(-?)([^\s"]+)')
 def fts_match(text, match="all"):
     """An FTS5 MATCH expression for typed ``text`` (None when it has no word to look for)."""
     if match == "any":
-        words = query_terms(text)
+        words = fts.terms(" ".join(query_terms(text)))
         return " OR ".join(fts.quote(w) for w in words) or None
     groups, negatives, joined = [], [], False
     for neg_q, phrase, neg_w, word in _TOKEN.findall(text or ""):
@@ -164,9 +168,9 @@ class LocalSearch:
 
     source = "local"
 
-    def __init__(self, journal, index_min_chunks=INDEX_MIN_CHUNKS):
+    def __init__(self, journal, index_min_chunks=INDEX_MIN_CHUNKS, match_rows=MATCH_ROWS):
         self.journal, self.conn = journal, journal.conn
-        self.index_min_chunks = index_min_chunks
+        self.index_min_chunks, self.match_rows = index_min_chunks, match_rows
         self._vec_loaded = False
         self._vec_tables = {}
         self._spaces_seen = {}
@@ -216,29 +220,75 @@ class LocalSearch:
             legs["fulltext"] = self.fulltext(plan)
         if "semantic" in plan.legs:
             legs["semantic"] = self.semantic(plan)
-        return fuse(legs, plan.rrf_k)
+        return fuse(legs, plan.rrf_k, plan.weights)
 
     def fulltext(self, plan):
-        """Messages matching the query, best bm25 first (at most ``plan.candidates``).
+        """Messages by bm25 plus what their neighbours lend (at most ``plan.candidates``), best first.
+
+        The top ``FULLTEXT_POOL`` x candidates matches lend ``plan.neighbours`` x their score to the
+        messages within ``NEIGHBOUR_SPAN`` of them. A neighbour lends whatever its role or
+        time: the filters choose what is ranked, not what is read.
+        """
+        match = self._any_match(plan.text) if plan.match == "any" else fts_match(plan.text)
+        if match is None:
+            return []
+        if not plan.neighbours:
+            return [Candidate(i, session, scores={"fulltext": score})
+                    for i, session, _seq, score in self._ranked(match, plan.filters, plan.candidates)]
+        lenders = self._ranked(match, replace(plan.filters, role=None, since=None, until=None),
+                               plan.candidates * FULLTEXT_POOL)
+        if not lenders:
+            return []
+        matched = {(session, seq): score for _i, session, seq, score in lenders}
+        places = self._around(matched, plan.filters)
+        scored = with_neighbours(matched, places, NEIGHBOUR_SPAN, plan.neighbours)
+        # ties by place, as in Postgres (float32: sums differ in their last bits between the stores)
+        ranked = sorted(scored.items(), key=lambda item: (-np.float32(item[1]), item[0]))[:plan.candidates]
+        return [Candidate(places[place], place[0], scores={"fulltext": score}) for place, score in ranked]
+
+    def _any_match(self, text):
+        """``fts_match(text, "any")``, over the words ``search.selective`` keeps at this store's size."""
+        words, joiner = fts.terms(" ".join(query_terms(text))), " OR "
+        if len(words) > 1:
+            counts = [self.conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
+                                        (fts.quote(w),)).fetchall()[0][0] for w in words]
+            if sum(counts) > self.match_rows:
+                total = self.conn.execute("SELECT count(*) FROM messages").fetchall()[0][0]
+                words, match = selective(words, counts, total, self.match_rows)
+                joiner = " OR " if match == "any" else " AND "
+        return joiner.join(fts.quote(w) for w in words) or None
+
+    def _ranked(self, match, filters, limit):
+        """(id, session, seq, bm25 score) of the best ``limit`` matches that pass ``filters``.
 
         FTS5 orders by its rank (bm25) fastest on its own; the filters then apply to
         an oversampled top, and to every match when too few survive.
         """
-        match = fts_match(plan.text, plan.match)
-        if match is None:
-            return []
-        where, args = _filters(plan.filters)
-        top = plan.candidates * (4 if _only_kinds(plan.filters) and not plan.filters.session_id else 64)
-        rows = self._fulltext(match, where, args, top, plan.candidates)
-        if len(rows) < plan.candidates:
-            rows = self._fulltext(match, where, args, -1, plan.candidates)
-        return [Candidate(i, session, scores={"fulltext": -score}) for i, session, score in rows]
+        where, args = _filters(filters)
+        top = limit * (4 if _only_kinds(filters) and not filters.session_id else 64)
+        rows = self._fulltext(match, where, args, top, limit)
+        if len(rows) < limit:
+            rows = self._fulltext(match, where, args, -1, limit)
+        return [(i, session, seq, -rank) for i, session, seq, rank in rows]
 
     def _fulltext(self, match, where, args, top, limit):
-        sql = (f"SELECT m.id, m.session_id, f.rank FROM (SELECT rowid, rank FROM messages_fts "
+        sql = (f"SELECT m.id, m.session_id, m.seq, f.rank FROM (SELECT rowid, rank FROM messages_fts "
                f"WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN messages m ON m.id = f.rowid "
                f"JOIN sessions s ON s.id = m.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
         return self.conn.execute(sql, (match, top, *args, limit)).fetchall()
+
+    def _around(self, matched, filters):
+        """{(session, seq): message id} of the messages within ``NEIGHBOUR_SPAN`` of a match that pass
+        ``filters`` (the matches themselves included)."""
+        where, args = _filters(filters)
+        pairs = json.dumps([[session, seq] for session, seq in matched])
+        rows = self.conn.execute(
+            f"SELECT DISTINCT m.session_id, m.seq, m.id FROM json_each(?) p "
+            f"JOIN messages m ON m.session_id = json_extract(p.value, '$[0]') "
+            f"AND m.seq BETWEEN json_extract(p.value, '$[1]') - ? AND json_extract(p.value, '$[1]') + ? "
+            f"JOIN sessions s ON s.id = m.session_id WHERE {where}",
+            (pairs, NEIGHBOUR_SPAN, NEIGHBOUR_SPAN, *args)).fetchall()
+        return {(session, seq): i for session, seq, i in rows}
 
     def semantic(self, plan):
         """Messages by their nearest chunk to ``plan.vector`` (cosine similarity, best first)."""
@@ -366,6 +416,19 @@ def _session(row):
             "parent_session_id": row["parent_session_id"], "is_subagent": row["agent_id"] is not None}
 
 
+def with_neighbours(matched, places, span=NEIGHBOUR_SPAN, weight=NEIGHBOUR_WEIGHT):
+    """Scores with context: ``matched`` is {(session, seq): score} of the full-text matches,
+    ``places`` the (session, seq) of every message that may be ranked; each gets its own
+    score plus ``weight`` x the sum of the scores within ``span`` of it in its session."""
+    out = {}
+    for session, seq in places:
+        borrowed = sum(matched.get((session, seq + d), 0.0) for d in range(-span, span + 1) if d)
+        total = matched.get((session, seq), 0.0) + weight * borrowed
+        if total > 0:
+            out[(session, seq)] = total
+    return out
+
+
 def _candidates(rows):
     return [Candidate(i, session, scores={"semantic": sim}, chunk=(start, end)) for i, session, sim, start, end in rows]
 
@@ -402,4 +465,4 @@ def _filters(filters):
     return " AND ".join(where), args
 
 
-__all__ = ["LocalSearch", "fts_match"]
+__all__ = ["LocalSearch", "fts_match", "with_neighbours"]

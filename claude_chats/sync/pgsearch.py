@@ -1,9 +1,18 @@
 """Postgres' side of search: both legs and their Reciprocal Rank Fusion in one SQL statement.
 
 ``PgSearch(conn)`` is the searcher's ``postgres`` backend (see
-``claude_chats.search.Backend``): full text with ``websearch_to_tsquery``
-ranked by ``ts_rank`` (length-normalised), vectors with pgvector (``<=>``, cosine) over the
-space's ``vectors_<id>`` table, fused in SQL the pgvector-python way.
+``claude_chats.search.Backend``): full text with ``websearch_to_tsquery`` (all
+words) or any of the query's words, vectors with pgvector (``<=>``, cosine) over
+the space's ``vectors_<id>`` table, fused in SQL the pgvector-python way, as the
+journal does it (weighted RRF, neighbours lending their full-text score).
+
+Full text is ranked like the journal's FTS5 bm25, so that both stores agree:
+``ts_rank`` has no term rarity (IDF), and once a question matches on any of its
+words, "the" and "Caroline" must not weigh the same. Per query term: its
+document frequency (counted through the GIN index, in the same statement), and
+per message its term frequency (read back from ``ts_rank`` of the term alone,
+which is a fixed function of it) and its length in lexemes; the message count
+and the mean length come from ``_stats`` (cached). See ``_BM25``.
 
 ``PgLink`` keeps the connection of a long-lived searcher (the MCP server):
 it connects in the background, makes a caller wait at most ``wait`` seconds,
@@ -11,31 +20,80 @@ and after losing the connection lets the searcher answer from the journal at
 once, trying Postgres again ``retry_after`` seconds later.
 """
 
+import math
 import threading
 import time
 from contextlib import contextmanager
 
 import psycopg
 
+from dataclasses import replace
+
 from ..errors import ClaudeChatsError, PostgresUnavailable, SessionNotFound
-from ..search import Candidate, query_terms, shorten
+from ..localstore import fts
+from ..search import FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, Candidate, query_terms, selective, shorten
 from . import dburl, pg, store
 
 STATEMENT_TIMEOUT_MS = 10_000
 NEIGHBOUR_CHARS = 300
 SPACES_TTL = 30          # seconds
-RANK_NORMALIZATION = 1   # ts_rank divided by 1 + log(document length): close to bm25's ordering
+STATS_TTL = 300          # seconds: the message count and mean length, for bm25
+BM25_K1, BM25_B = 1.2, 0.75   # FTS5's
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
-_FULLTEXT = """
+# Each word's tsquery and how many messages hold it: the planner's statistics (ANALYZE's most common
+# lexemes) for a common word, else counted through the GIN index (a rare word: few rows; capped).
+_TERMS = """
+WITH words AS (
+    SELECT i, plainto_tsquery('english', w) AS q, tsvector_to_array(to_tsvector('english', w)) AS lexemes
+    FROM unnest(%(words)s::text[]) WITH ORDINALITY u(w, i)
+), common AS MATERIALIZED (
+    SELECT e.lexeme, e.freq FROM pg_stats s,
+           unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
+    WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'content_tsv'
+)
+SELECT q::text, coalesce(
+    CASE WHEN cardinality(lexemes) = 1 THEN (SELECT round(freq * %(total)s)::bigint FROM common
+                                             WHERE lexeme = lexemes[1] LIMIT 1) END,
+    (SELECT count(*) FROM (SELECT FROM messages WHERE content_tsv @@ q LIMIT %(cap)s) capped))
+FROM words WHERE numnode(q) > 0 ORDER BY i"""
+
+# ts_rank(v, 'term', 0) = 0.1 * sum(1/i^2, i = 1..tf) / (pi^2/6), and sum(1/i^2, i = 1..tf) ~ pi^2/6 - 1/(tf + 1/2):
+# tf ~ 1/(pi^2/6 - sum) - 6/pi^2 (0 when the term is absent; 0.94 for 1, 1.92 for 2, 4.9 for 5)
+_TF = "(1.0 / (1.6449340668 - 16.449340668 * ts_rank(m.v, %(q{i})s::tsquery, 0)) - 0.6079271019)"
+_BM25_TERM = "%(idf{i})s * {tf} * %(k1_1)s / ({tf} + %(k1_b)s + %(k1_b_avg)s * m.length)"
+
+# v: the tsvector read (and decompressed) once per message, not once per term
+_MATCHED = """
+matched AS (
+    SELECT m.id, m.session_id, m.conversation_id, m.sequence_num, ({score})::float8 AS score
+    FROM (SELECT m.id, c.session_id, m.conversation_id, m.sequence_num, m.content_tsv || ''::tsvector AS v,
+                 length(m.content_tsv) AS length
+          FROM messages m JOIN conversations c ON c.id = m.conversation_id
+          WHERE m.content_tsv @@ {query} AND {where} OFFSET 0) m
+    ORDER BY score DESC, m.id LIMIT %(pool)s
+),"""
+
+# Scores are ordered as float4, then by place, as in the journal: sums differ in their last bits.
+_RANKED = """
 fulltext AS (
-    SELECT m.id, c.session_id, ts_rank(m.content_tsv, q, %(norm)s) AS score,
-           row_number() OVER (ORDER BY ts_rank(m.content_tsv, q, %(norm)s) DESC, m.id) AS rank
-    FROM messages m JOIN conversations c ON c.id = m.conversation_id,
-         websearch_to_tsquery('english', %(text)s) q
-    WHERE m.content_tsv @@ q AND {where}
-    ORDER BY rank LIMIT %(candidates)s
+    SELECT id, session_id, score,
+           row_number() OVER (ORDER BY score::float4 DESC, session_id COLLATE "C", sequence_num) AS rank
+    FROM {scored} ORDER BY rank LIMIT %(candidates)s
 )"""
+
+# The top matches lend part of their score to the messages around them; the filters choose what is ranked.
+_LENT = """
+lent AS (
+    SELECT m.id, m.session_id, m.sequence_num,
+           sum(CASE WHEN m.sequence_num = p.sequence_num THEN p.score ELSE %(lend)s * p.score END) AS score
+    FROM matched p CROSS JOIN LATERAL (
+        SELECT m.id, c.session_id, m.sequence_num FROM messages m JOIN conversations c ON c.id = m.conversation_id
+        WHERE m.conversation_id = p.conversation_id
+          AND m.sequence_num BETWEEN p.sequence_num - %(span)s AND p.sequence_num + %(span)s AND {where}
+        OFFSET 0) m
+    GROUP BY m.id, m.session_id, m.sequence_num
+),"""
 
 _SEMANTIC = """
 nearest AS (
@@ -59,8 +117,8 @@ _NO_SEMANTIC = "semantic AS (SELECT NULL::uuid AS id, NULL::text AS session_id, 
 _FUSED = """
 SELECT coalesce(f.id, s.id), coalesce(f.session_id, s.session_id), f.rank, f.score, s.rank, s.score,
        s.start_char, s.end_char,
-       coalesce(1.0::float8 / (%(k_fulltext)s + f.rank), 0) + coalesce(1.0::float8 / (%(k_semantic)s + s.rank), 0)
-       AS fused
+       coalesce(%(w_fulltext)s::float8 / (%(k_fulltext)s + f.rank), 0)
+       + coalesce(%(w_semantic)s::float8 / (%(k_semantic)s + s.rank), 0) AS fused
 FROM fulltext f FULL OUTER JOIN semantic s ON f.id = s.id
 ORDER BY fused DESC, least(f.rank, s.rank), f.rank NULLS LAST"""
 
@@ -94,9 +152,10 @@ class PgSearch:
 
     source = "postgres"
 
-    def __init__(self, conn, url="", on_lost=None):
-        self.conn, self.url, self.on_lost = conn, url, on_lost
+    def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS):
+        self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
         self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
+        self._stats, self._stats_at = None, float("-inf")
 
     def close(self):
         self.conn.close()
@@ -145,12 +204,12 @@ class PgSearch:
     def candidates(self, plan):
         """Both legs and their fusion in one statement (a one-leg plan: that leg alone)."""
         where, params = _filters(plan.filters)
-        params.update(candidates=plan.candidates, norm=RANK_NORMALIZATION, k_fulltext=plan.rrf_k["fulltext"],
-                      k_semantic=plan.rrf_k["semantic"])
+        params.update(candidates=plan.candidates, k_fulltext=plan.rrf_k["fulltext"],
+                      k_semantic=plan.rrf_k["semantic"], w_fulltext=plan.weights.get("fulltext", 1.0),
+                      w_semantic=plan.weights.get("semantic", 1.0))
         parts = [_NO_FULLTEXT, _NO_SEMANTIC]
         if "fulltext" in plan.legs:
-            params["text"] = plan.text if plan.match == "all" else " or ".join(query_terms(plan.text))
-            parts[0] = _FULLTEXT.format(where=where)
+            parts[0] = self._fulltext_cte(plan, where, params)
         if "semantic" in plan.legs:
             parts[1] = self._semantic_cte(plan, where, params)
         rows = self._rows("WITH " + ",".join(parts) + _FUSED, params)
@@ -158,6 +217,53 @@ class PgSearch:
                           _legs(("fulltext", f_score), ("semantic", s_score)), fused,
                           (start, end) if start is not None else None)
                 for key, session, f_rank, f_score, s_rank, s_score, start, end, fused in rows]
+
+    def _fulltext_cte(self, plan, where, params):
+        """The full-text leg: bm25-like scores of the matches, plus what their neighbours lend."""
+        terms, match = self._terms(plan)
+        if not terms:
+            return _NO_FULLTEXT
+        total, avgdl = self._text_stats()
+        score = []
+        for i, (query, count) in enumerate(terms):
+            idf = max(math.log((max(total, count) - count + 0.5) / (count + 0.5)), 1e-6)
+            params.update({f"q{i}": query, f"idf{i}": idf})
+            score.append(_BM25_TERM.format(i=i, tf=_TF.format(i=i)))
+        params.update(k1_1=BM25_K1 + 1, k1_b=BM25_K1 * (1 - BM25_B), k1_b_avg=BM25_K1 * BM25_B / avgdl)
+        if plan.match == "all":
+            params["text"] = plan.text
+            query = "websearch_to_tsquery('english', %(text)s)"
+        else:
+            params["any"] = (" | " if match == "any" else " & ").join(f"({q})" for q, _ in terms)
+            query = "%(any)s::tsquery"
+        if not plan.neighbours:
+            params["pool"] = plan.candidates
+            return _MATCHED.format(score=" + ".join(score), query=query, where=where) + _RANKED.format(scored="matched")
+        lenders, lender_params = _filters(replace(plan.filters, role=None, since=None, until=None))
+        params.update(lender_params, pool=plan.candidates * FULLTEXT_POOL, lend=plan.neighbours, span=NEIGHBOUR_SPAN)
+        return (_MATCHED.format(score=" + ".join(score), query=query, where=lenders)
+                + _LENT.format(where=where) + _RANKED.format(scored="lent"))
+
+    def _terms(self, plan):
+        """([(tsquery text, messages holding it)], "any" or "all") of the query's words: for an
+        any-word query, those ``search.selective`` keeps."""
+        words = fts.terms(" ".join(query_terms(plan.text)))
+        total = self._text_stats()[0]
+        rows = self._rows(_TERMS, {"words": words, "cap": self.match_rows + 1, "total": total}) if words else []
+        if plan.match == "any" and len(rows) > 1:
+            return selective(rows, [count for _, count in rows], total, self.match_rows)
+        return rows, "any"
+
+    def _text_stats(self):
+        """(message count, mean lexemes per message), kept ``STATS_TTL`` seconds: bm25's N and avgdl
+        (the mean of a sample of pages on a large table)."""
+        if self._stats is None or time.monotonic() - self._stats_at >= STATS_TTL:
+            total = self._rows("SELECT count(*) FROM messages")[0][0]
+            percent = min(100.0, 100.0 * 5000 / max(total, 1))
+            mean = self._rows(f"SELECT avg(length(content_tsv)) FROM messages TABLESAMPLE SYSTEM ({percent:.6f})")
+            self._stats = (max(total, 1), max(float(mean[0][0] or 1.0), 1.0))
+            self._stats_at = time.monotonic()
+        return self._stats
 
     def _semantic_cte(self, plan, where, params):
         dimensions = len(plan.vector)
@@ -252,7 +358,7 @@ def _filters(filters):
     return " AND ".join(where), params
 
 
-def open_search(url, allow_insecure_remote=False, connect_timeout=2):
+def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=MATCH_ROWS):
     """A ``PgSearch`` on a new connection; PostgresUnavailable when the store is unusable."""
     try:
         conn = pg.connect(url, allow_insecure_remote, connect_timeout)
@@ -275,7 +381,7 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2):
     except BaseException:
         conn.close()
         raise
-    return PgSearch(conn, url)
+    return PgSearch(conn, url, match_rows=match_rows)
 
 
 def _try(conn, sql):
