@@ -232,15 +232,28 @@ def _sync_lines(r):
         return ["never ran (`chats sync`)" + running]
     if last.get("ok"):
         return [f"last {last.get('at')}: ok, {last.get('pushed', 0):,} messages pushed, "
-                f"{last.get('embedded', 0):,} embedded in {float(last.get('seconds') or 0):.1f} s{running}"]
+                f"{last.get('embedded', 0):,} embedded in {float(last.get('seconds') or 0):.1f} s{running}"
+                + _backfill_text(last)]
     return [f"last {last.get('at')}: failed{running}"] + [f"  {e}" for e in last.get("errors", [])[:3]]
 
 
+def _backfill_text(last):
+    if not last.get("backfill_before"):
+        return ""
+    return (f"; {last.get('backfilled', 0):,} of {last['backfill_before']:,} synced messages embedded "
+            "into the configured space")
+
+
 def _spaces_lines(r):
+    configured = r["provider"].get("key")
+
+    def mark(key):   # spaces of another model or embedded text stay until removed; search skips them
+        return "" if not configured else " (configured)" if key == configured else " (not searched)"
     spaces = r["spaces"].get("local") or []
-    lines = [f"{s['key']}: {s['vectors']:,} local vectors" for s in spaces] or ["no vectors yet (local)"]
+    lines = [f"{s['key']}: {s['vectors']:,} local vectors{mark(s['key'])}" for s in spaces] or \
+        ["no vectors yet (local)"]
     counts = (r["postgres"].get("counts") or {}).get("vectors") or {}
-    return lines + [f"{key}: {n:,} vectors in Postgres" for key, n in counts.items()]
+    return lines + [f"{key}: {n:,} vectors in Postgres{mark(key)}" for key, n in counts.items()]
 
 
 def _postgres_lines(r):

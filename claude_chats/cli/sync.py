@@ -53,6 +53,9 @@ def _print(s):
                f"pushed {s['pushed']} messages and {s['vectors_pushed']} vectors in {s['batches']} batches, "
                f"{s['conversations']} conversations updated; {s['pending_after']} still pending "
                f"({s['seconds']:.1f} s; Postgres: {s['postgres']})")
+    if s["backfill_before"]:
+        click.echo(f"{s['backfilled']} of {s['backfill_before']} messages synced before the configured embedding "
+                   "space existed (another model or embed_text) embedded into it and their vectors pushed")
     if s["postgres"] == "not configured" and s["pending_after"]:
         click.echo("vectors are kept in the local journal; set DATABASE_URL (or database_url in the config "
                    "file) to push to Postgres")
