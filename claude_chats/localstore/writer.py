@@ -2,10 +2,12 @@
 
 Used by the hook (every turn) and by ``chats import`` (backfill). Stdlib + apsw
 + the parser only (plus ``redact`` when the ``journal_redact`` setting is on:
-then message text, session names and summaries are stored redacted). Each chunk is written in one BEGIN IMMEDIATE transaction
-that also moves the file's cursor, so a crash anywhere leaves either the old
-cursor and no rows, or the new cursor and all rows; re-reads are harmless
-because the message uuid is the identity.
+then message text, session names and summaries are stored redacted). Each
+chunk is written in one BEGIN IMMEDIATE transaction that also moves the file's
+cursor, so a crash anywhere leaves either the old cursor and no rows, or the
+new cursor and all rows; re-reads are harmless because the message uuid is the
+identity. ``redact_stored`` rewrites what is already stored (``chats redact
+--journal``).
 """
 
 import os
