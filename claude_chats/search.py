@@ -495,21 +495,23 @@ class Searcher:
         configured = provider.space
         row = backend.space(configured.key)
         if row is None or not row["vectors"]:
-            others = [s for s in backend.spaces() if s["key"] != configured.key]
-            if others:
-                raise _mismatch([_space_of(s) for s in others], configured,
-                                "no vectors were stored with the configured model")
-            return self._no_vectors(backend, mode, notes, configured.describe())
+            from .models.recipe import same_model
+
+            others = [_space_of(s) for s in backend.spaces() if s["key"] != configured.key]
+            rebuilding = any(same_model(s, configured) for s in others)   # another embed_text: sync re-embeds
+            if others and not rebuilding:
+                raise _mismatch(others, configured, "no vectors were stored with the configured model")
+            return self._no_vectors(backend, mode, notes, configured.describe(), rebuilding)
         self._check_canary(backend.source, row, provider)
         return row
 
     @staticmethod
-    def _no_vectors(backend, mode, notes, model):
+    def _no_vectors(backend, mode, notes, model, rebuilding=False):
+        what = (f"vectors are being rebuilt for {model} in the {backend.source} store (the embedded text "
+                f"changed)" if rebuilding else f"no vectors for {model} in the {backend.source} store yet")
         if mode == "semantic":
-            raise SearchError(f"no vectors for {model} in the {backend.source} store yet: run `chats sync` "
-                              "to embed the conversations, or use mode='fulltext'.")
-        notes.append(f"no vectors for {model} in the {backend.source} store yet (run `chats sync`): "
-                     "hybrid ran full text only")
+            raise SearchError(f"{what}: run `chats sync` to embed the conversations, or use mode='fulltext'.")
+        notes.append(f"{what} (run `chats sync`): hybrid ran full text only")
 
     def _get_provider(self):
         if self._provider is None:
@@ -579,9 +581,9 @@ def open_searcher(settings=None, journal_path=None, use_postgres=True, wait=1.5,
 
 
 def _provider(settings):
-    from .models import get_provider
+    from .models import embedder
 
-    return get_provider(settings)
+    return embedder(settings)   # the configured embedded text: the space sync writes
 
 
 def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars):
