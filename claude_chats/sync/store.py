@@ -107,15 +107,19 @@ WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_uuid = t.message_uuid
 ON CONFLICT DO NOTHING
 """
 
+# The batch's rows find their messages one index probe each (LATERAL ... LIMIT 1 is
+# never turned into a join): with no statistics on the temporary tables the planner
+# would hash the whole messages table for every batch, a cost growing with the table.
 _MISSING = """
 SELECT t.message_uuid FROM push_messages t
-WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_uuid = t.message_uuid)
+LEFT JOIN LATERAL (SELECT true AS found FROM messages m WHERE m.message_uuid = t.message_uuid LIMIT 1) m ON true
+WHERE m.found IS NULL
 """
 
 _INSERT_CHUNKS = """
 INSERT INTO {table} (message_id, chunk_index, start_char, end_char, embedding)
 SELECT m.id, t.chunk_index, t.start_char, t.end_char, t.embedding
-FROM push_chunks t JOIN messages m ON m.message_uuid = t.message_uuid
+FROM push_chunks t CROSS JOIN LATERAL (SELECT id FROM messages m WHERE m.message_uuid = t.message_uuid LIMIT 1) m
 ON CONFLICT (message_id, chunk_index) DO NOTHING
 """
 
