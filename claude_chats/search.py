@@ -12,14 +12,14 @@ Modes: ``hybrid`` (full-text and vector legs, each taking its top
 ``LEG_WEIGHTS`` per leg), ``semantic`` (vector leg only) and ``fulltext`` (the
 query taken as text).
 
-The full-text leg (both stores): hybrid matches a message with *any* of the
-query's words (a question rarely shares every word with its answer), ranked
-bm25-like (term rarity counts); a message then adds ``NEIGHBOUR_WEIGHT`` x the
-full-text scores of the messages within ``NEIGHBOUR_SPAN`` of it in its session
-(answers often sit next to the turn that names the topic). Full-text mode reads
-the query as web-search syntax (all words, "phrases", ``or``, ``-word``) and
-falls back to any word when no message has all of them. BENCHMARKS.md has the
-measurements behind each choice.
+The full-text leg (both stores) matches a message with *any* of the query's
+words (a question rarely shares every word with its answer), ranked bm25-like
+(rare words weigh more, so a message with all of them usually comes first); a
+message then adds ``NEIGHBOUR_WEIGHT`` x the full-text scores of the messages
+within ``NEIGHBOUR_SPAN`` of it in its session (answers often sit next to the
+turn that names the topic). A full-text query written in web-search syntax
+("phrases", ``or``, ``-word``) is read as such: all its words, then any of them
+when no message has all. BENCHMARKS.md has the measurements behind each choice.
 
 A store ("backend") answers with the same small interface (see ``Backend``);
 ``claude_chats.sync.pgsearch`` (Postgres: both legs and the fusion in one SQL
@@ -185,6 +185,9 @@ up very was we were what when where which while who whom why will with you your 
 """.split())
 
 
+_SYNTAX = re.compile(r'"|(?:^|\s)-\w|\bor\b')   # web-search syntax: a phrase, an excluded word, ``or``
+
+
 def query_terms(text):
     """The words of a query that matter for full text (English stopwords dropped unless nothing else is left)."""
     words = re.findall(r"\w+", text or "", re.UNICODE)
@@ -329,7 +332,7 @@ class Request:
     max_chars: int | None = MAX_CHARS
     weights: dict = field(default_factory=lambda: dict(LEG_WEIGHTS))
     neighbours: float = NEIGHBOUR_WEIGHT
-    match: str | None = None       # None: "any" word in hybrid, web-search syntax in full-text mode
+    match: str | None = None       # None: "any" word, web-search syntax when the query uses it (full text)
     vector: object = None
     embed_ms: float = 0.0
 
@@ -435,9 +438,10 @@ class Searcher:
         started = time.perf_counter()
         legs, vector, space_id = self._legs(backend, request, notes)
         searching = time.perf_counter()
-        match = request.match or ("all" if request.mode == "fulltext" else "any")
+        # web-search syntax asks for exactly these words: nothing is lent to a message without them
+        syntax = request.match is None and request.mode == "fulltext" and _SYNTAX.search(request.query)
         plan = Plan(request.query, legs, request.filters, vector, space_id, request.candidates, request.rrf_k,
-                    match, request.weights, request.neighbours)
+                    "all" if syntax else request.match or "any", request.weights, 0 if syntax else request.neighbours)
         found = backend.candidates(plan)
         if not found and request.match is None and plan.match == "all" and len(query_terms(request.query)) > 1:
             plan.match = "any"

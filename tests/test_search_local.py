@@ -49,10 +49,20 @@ def test_fulltext_finds_the_message_with_the_words(searcher):
     assert [c["seq"] for c in top["context"]] == [1]
 
 
-def test_fulltext_falls_back_to_any_word(searcher):
+def test_fulltext_matches_any_word_best_first(searcher):
     result = searcher.search("kubernetes OOMKilled", mode="fulltext")
-    assert sessions_of(result)[0] == "s-k8s"
-    assert any("some of them" in n for n in result["notes"])
+    assert sessions_of(result)[0] == "s-k8s" and not result["notes"]
+    both = searcher.search("OOMKilled CrashLoopBackOff memory", mode="fulltext", neighbours=0, per_session=0)
+    assert [(h["session_id"], h["seq"]) for h in both["hits"]][:2] == [("s-k8s", 0), ("s-k8s", 1)]
+    assert both["hits"][0]["scores"]["fulltext"] > 2 * both["hits"][1]["scores"]["fulltext"]
+
+
+def test_fulltext_syntax_requires_all_words_then_falls_back_to_any(searcher):
+    phrase = searcher.search('"kubernetes" OOMKilled', mode="fulltext")
+    assert sessions_of(phrase)[0] == "s-k8s"
+    assert any("some of them" in n for n in phrase["notes"])
+    excluded = searcher.search("migration -rollback", mode="fulltext", per_session=0, limit=50, max_chars=None)
+    assert len(excluded["hits"]) > 30 and all("rollback" not in h["text"] for h in excluded["hits"])
 
 
 def test_hybrid_fuses_both_legs_with_weighted_rrf(searcher):
@@ -74,7 +84,6 @@ def test_hybrid_fuses_both_legs_with_weighted_rrf(searcher):
 def test_hybrid_matches_any_word_of_a_question(searcher):
     """A question shares few words with its answer: hybrid's full-text leg needs only one of them."""
     question = "why does the migration test fail on CI every other time?"
-    assert searcher.search(question, mode="fulltext", per_session=0)["notes"]   # no message has all the words
     hybrid = searcher.search(question, per_session=0, limit=10)
     ranked = [h for h in hybrid["hits"] if "fulltext" in h["ranks"]]
     assert ranked and ranked[0]["session_id"] == "s-migrate" and ranked[0]["seq"] == 0

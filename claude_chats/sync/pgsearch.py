@@ -8,11 +8,13 @@ journal does it (weighted RRF, neighbours lending their full-text score).
 
 Full text is ranked like the journal's FTS5 bm25, so that both stores agree:
 ``ts_rank`` has no term rarity (IDF), and once a question matches on any of its
-words, "the" and "Caroline" must not weigh the same. Per query term: its
-document frequency (counted through the GIN index, in the same statement), and
-per message its term frequency (read back from ``ts_rank`` of the term alone,
-which is a fixed function of it) and its length in lexemes; the message count
-and the mean length come from ``_stats`` (cached). See ``_BM25``.
+words, "go" and "Caroline" must not weigh the same. Per query word, one round
+trip before the search statement: its document frequency (``_TERMS``: ANALYZE's
+lexeme statistics for a common word, else counted through the GIN index), and
+so which words an any-word query matches on (``search.selective``, as the
+journal chooses). Per message: its term frequencies (read back from ``ts_rank``
+of each word alone, a fixed function of it) and its length in lexemes; the
+message count and mean length are cached (``_text_stats``). See ``_BM25_TERM``.
 
 ``PgLink`` keeps the connection of a long-lived searcher (the MCP server):
 it connects in the background, makes a caller wait at most ``wait`` seconds,
@@ -24,10 +26,9 @@ import math
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 import psycopg
-
-from dataclasses import replace
 
 from ..errors import ClaudeChatsError, PostgresUnavailable, SessionNotFound
 from ..localstore import fts
