@@ -341,6 +341,9 @@ class PgStore:
         if not batch.messages and not batch.chunks:
             return PushResult(conversations, 0, 0, [])
         with self.conn.transaction():
+            # No JIT (where the server has it): with no statistics on the temporary tables
+            # the planner guesses thousands of rows and would compile every batch's statements.
+            cur.execute("SET LOCAL jit = off")
             self._copy(cur, "push_messages", _MESSAGE_TYPES, batch.messages)
             messages = cur.execute(_INSERT_MESSAGES).rowcount
             if messages < len(batch.messages):
