@@ -1,8 +1,9 @@
 """``chats sync``: pending journal messages -> chunks -> vectors -> Postgres.
 
 Per batch: embed what has no vectors yet (keeping them in the journal when a
-local vector store is given), push conversations + messages + vectors in one
-Postgres transaction, then mark the messages synced. Delivery is
+local vector store is given), push conversations, then messages + vectors in
+one Postgres transaction (``store.PgStore.push``), then mark the messages
+synced once that committed. Delivery is
 at-least-once and every write is idempotent, so a crash (kill -9) at any
 point loses nothing and duplicates nothing on the next run. Embedding
 failures stop the run and leave the messages pending; Postgres being down
