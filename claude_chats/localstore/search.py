@@ -242,9 +242,10 @@ class LocalSearch:
         matched = {(session, seq): score for _i, session, seq, score in lenders}
         places = self._around(matched, plan.filters)
         scored = with_neighbours(matched, places, NEIGHBOUR_SPAN, plan.neighbours)
-        # ties by place, as in Postgres (float32: sums differ in their last bits between the stores)
-        ranked = sorted(scored.items(), key=lambda item: (-np.float32(item[1]), item[0]))[:plan.candidates]
-        return [Candidate(places[place], place[0], scores={"fulltext": score}) for place, score in ranked]
+        # ties by place, as in Postgres (as float32: sums differ in their last bits between the stores)
+        rounded = np.asarray(list(scored.values()), dtype=np.float32).tolist()
+        ranked = sorted(zip(rounded, scored.items()), key=lambda item: (-item[0], item[1][0]))[:plan.candidates]
+        return [Candidate(places[place], place[0], scores={"fulltext": score}) for _, (place, score) in ranked]
 
     def _any_match(self, text):
         """``fts_match(text, "any")``, over the words ``search.selective`` keeps at this store's size."""
@@ -420,13 +421,14 @@ def with_neighbours(matched, places, span=NEIGHBOUR_SPAN, weight=NEIGHBOUR_WEIGH
     """Scores with context: ``matched`` is {(session, seq): score} of the full-text matches,
     ``places`` the (session, seq) of every message that may be ranked; each gets its own
     score plus ``weight`` x the sum of the scores within ``span`` of it in its session."""
-    out = {}
-    for session, seq in places:
-        borrowed = sum(matched.get((session, seq + d), 0.0) for d in range(-span, span + 1) if d)
-        total = matched.get((session, seq), 0.0) + weight * borrowed
-        if total > 0:
-            out[(session, seq)] = total
-    return out
+    places = set(places)
+    out = {place: score for place, score in matched.items() if place in places}
+    for (session, seq), score in matched.items():
+        for d in range(-span, span + 1):
+            place = (session, seq + d)
+            if d and place in places:
+                out[place] = out.get(place, 0.0) + weight * score
+    return {place: total for place, total in out.items() if total > 0}
 
 
 def _candidates(rows):
