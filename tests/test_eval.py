@@ -165,7 +165,10 @@ def test_session_metrics():
 # -- evaluation ---------------------------------------------------------------------------
 
 def test_eval_scores_each_mode_over_the_journal(tmp_path, journal, use_model, minilm):
-    evaluate.embed_journal(journal, minilm)
+    from claude_chats import config
+    from claude_chats.models import with_text
+
+    evaluate.embed_journal(journal, with_text(minilm, config.load()))   # as sync embeds: the configured text
     queries = write_queries(tmp_path / "q.jsonl")
     misses = tmp_path / "misses.jsonl"
     result = run("eval", str(queries), "--json", "--save-misses", str(misses))
