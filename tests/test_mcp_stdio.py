@@ -11,6 +11,7 @@ from fastmcp.client.transports import StdioTransport
 
 from claude_chats import paths
 from claude_chats.localstore.journal import Journal
+from claude_chats.models import with_text
 from tests.test_search_support import sync_corpus, write_corpus
 
 CHATS = pathlib.Path(sys.executable).with_name("chats")
@@ -19,7 +20,7 @@ CHATS = pathlib.Path(sys.executable).with_name("chats")
 def test_chats_mcp_over_stdio(tmp_path, minilm, test_model_path):
     with Journal.open(paths.journal_path()) as journal:
         journal.import_files(write_corpus(tmp_path / "projects"))
-        sync_corpus(journal, minilm)
+        sync_corpus(journal, with_text(minilm))   # the configured embedded text, as `chats sync` embeds
     env = {**os.environ, "CLAUDE_CHATS_MODEL": str(test_model_path), "CLAUDE_CHATS_THREADS": "2"}
     transport = StdioTransport(str(CHATS), ["mcp"], env=env, cwd=str(tmp_path), keep_alive=False)
 
