@@ -290,7 +290,7 @@ def _torn_tail(raw, tries=64):
         except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) and "type" in obj:
-            return obj
+            return _without_lone_surrogates(obj)   # as _loads does: the glued line may escape one
     return _INVALID
 
 

@@ -171,11 +171,15 @@ SURROGATE_LINES = {   # a JSON escape of a lone surrogate, as JSON.stringify wri
 }
 
 
+@pytest.mark.parametrize("glued", [False, True], ids=["own line", "glued to a torn line"])
 @pytest.mark.parametrize("where", sorted(SURROGATE_LINES))
-def test_a_lone_surrogate_escape_does_not_block_the_file(tmp_path, where):
+def test_a_lone_surrogate_escape_does_not_block_the_file(tmp_path, where, glued):
+    """Found by the long fuzz run: the line after a torn one (read back from the glued bytes) kept its
+    lone surrogate, and every ingest of the file failed on it from then on."""
     path = tmp_path / "s.jsonl"
+    line = (b'{"type":"user","uuid":"torn","mess' if glued else b"") + SURROGATE_LINES[where]
     path.write_bytes(b"\n".join([lines.encode(lines.user("before", session="s", uid="u1")).strip(),
-                                 SURROGATE_LINES[where],
+                                 line,
                                  lines.encode(lines.user("after", session="s", uid="u3")).strip()]) + b"\n")
     with Journal.open(str(tmp_path / "journal.db")) as journal:
         journal.import_files([str(path)])
