@@ -328,7 +328,8 @@ class PgStore:
     # -- pushing --------------------------------------------------------------
 
     def push(self, batch):
-        """Write ``batch`` (a ``records.Batch``) in one transaction; returns a ``PushResult``."""
+        """Write ``batch`` (a ``records.Batch``): its conversations, then its messages and vectors
+        in one transaction (see the module docstring); returns a ``PushResult``."""
         space_id = self.ensure_space(batch.space) if batch.space is not None and batch.chunks else None
         self._ensure_temp_tables()
         cur = self.conn.cursor()
