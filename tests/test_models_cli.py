@@ -61,7 +61,7 @@ def test_check_fails_with_another_model(journal_with_vectors, configured, monkey
     monkeypatch.setenv("CLAUDE_CHATS_DIMENSIONS", "128")
     result = run("check", "--json")
     assert result.exit_code == 1
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert data["configured"] == "llama/all-MiniLM-L6-v2.f16/128/{}"
     assert [s["status"] for s in data["spaces"]] == ["other"]
 
@@ -69,8 +69,9 @@ def test_check_fails_with_another_model(journal_with_vectors, configured, monkey
 def test_check_tells_vectors_of_another_embedded_text(journal_with_vectors, configured, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_EMBED_TEXT", "context")
     result = run("check", "--json")
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert result.exit_code == 1 and data["configured"] == 'llama/all-MiniLM-L6-v2.f16/384/{"text":"context-1"}'
+    assert result.stderr.startswith("Error: no stored vectors of the configured") and "chats sync" in result.stderr
     assert [(s["status"], s["key"]) for s in data["spaces"]] == [("other", "llama/all-MiniLM-L6-v2.f16/384/{}")]
     assert "another embedded text" in data["spaces"][0]["detail"]
 

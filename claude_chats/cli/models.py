@@ -66,9 +66,11 @@ def check_cmd(as_json):
             click.echo("no vectors stored yet: nothing to check")
         for space, count, status, detail in results:
             click.echo(f"  {status:8s} {space.describe()} ({count} vectors): {detail}")
-    if any(status == "mismatch" for _, _, status, _ in results) or (
-            results and not any(status == "ok" for _, _, status, _ in results)):
+    if any(status == "mismatch" for _, _, status, _ in results):
         raise SystemExit(1)
+    if results and not any(status == "ok" for _, _, status, _ in results):
+        raise click.ClickException(f"no stored vectors of the configured {configured.describe()}: "
+                                   "`chats sync` embeds the conversations with it")
 
 
 @models_group.command("pull")
