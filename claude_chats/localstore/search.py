@@ -281,14 +281,17 @@ class LocalSearch:
     def _around(self, matched, filters):
         """{(session, seq): message id} of the messages within ``NEIGHBOUR_SPAN`` of a match that pass
         ``filters`` (the matches themselves included)."""
+        ranges = []   # (session, first seq, last seq), overlapping spans merged: one index range each
+        for session, seq in sorted(matched):
+            if ranges and ranges[-1][0] == session and seq - NEIGHBOUR_SPAN <= ranges[-1][2] + 1:
+                ranges[-1][2] = seq + NEIGHBOUR_SPAN
+            else:
+                ranges.append([session, seq - NEIGHBOUR_SPAN, seq + NEIGHBOUR_SPAN])
         where, args = _filters(filters)
-        pairs = json.dumps([[session, seq] for session, seq in matched])
         rows = self.conn.execute(
-            f"SELECT DISTINCT m.session_id, m.seq, m.id FROM json_each(?) p "
-            f"JOIN messages m ON m.session_id = json_extract(p.value, '$[0]') "
-            f"AND m.seq BETWEEN json_extract(p.value, '$[1]') - ? AND json_extract(p.value, '$[1]') + ? "
-            f"JOIN sessions s ON s.id = m.session_id WHERE {where}",
-            (pairs, NEIGHBOUR_SPAN, NEIGHBOUR_SPAN, *args)).fetchall()
+            f"SELECT m.session_id, m.seq, m.id FROM json_each(?) r "
+            f"JOIN messages m ON m.session_id = r.value ->> 0 AND m.seq BETWEEN r.value ->> 1 AND r.value ->> 2 "
+            f"JOIN sessions s ON s.id = m.session_id WHERE {where}", (json.dumps(ranges), *args)).fetchall()
         return {(session, seq): i for session, seq, i in rows}
 
     def semantic(self, plan):
