@@ -490,13 +490,9 @@ class Searcher:
             return self._no_vectors(backend, mode, notes, "any embedding model")
         try:
             provider = self._get_provider()
+            configured = provider.space           # a remote model may be asked its dimensions here
         except (ProviderError, ConfigError) as exc:
-            if mode == "semantic":
-                raise SearchError(f"semantic search needs the embedding model, which is unavailable: {exc}. "
-                                  "Use mode='fulltext', or fix the model (`chats models check`).") from None
-            notes.append(f"embedding model unavailable, hybrid ran full text only: {exc}")
-            return None
-        configured = provider.space
+            return self._unavailable(mode, notes, exc)
         row = backend.space(configured.key)
         if row is None or not row["vectors"]:
             from .models.recipe import same_model
@@ -506,8 +502,19 @@ class Searcher:
             if others and not rebuilding:
                 raise _mismatch(others, configured, "no vectors were stored with the configured model")
             return self._no_vectors(backend, mode, notes, configured.describe(), rebuilding)
-        self._check_canary(backend.source, row, provider)
+        try:
+            self._check_canary(backend.source, row, provider)   # embeds the canary sentence once
+        except ProviderError as exc:
+            return self._unavailable(mode, notes, exc)
         return row
+
+    @staticmethod
+    def _unavailable(mode, notes, exc):
+        """The model cannot be reached: semantic search fails in one line, hybrid runs full text with a note."""
+        if mode == "semantic":
+            raise SearchError(f"semantic search needs the embedding model, which is unavailable: {exc}. "
+                              "Use mode='fulltext', or fix the model (`chats models check`).") from None
+        notes.append(f"embedding model unavailable, hybrid ran full text only: {exc}")
 
     @staticmethod
     def _no_vectors(backend, mode, notes, model, rebuilding=False):

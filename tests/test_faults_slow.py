@@ -193,9 +193,6 @@ def _has_chunks_table(conn):
     return conn.execute("SELECT to_regclass('chunks') IS NOT NULL").fetchone()[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "search.Searcher._space calls provider.space (Ollama probes its dimensions) and _check_canary (embeds the "
-    "canary) outside its ProviderError fallback: a provider that times out there is an error, not a note"))
 def test_hybrid_search_with_a_slow_provider_falls_back_to_full_text(provider, tmp_path):
     name, server = provider
     import_history(tmp_path)
