@@ -88,6 +88,21 @@ def original_span(text, start, end):
     return _to_original(start, edges, True), _to_original(end, edges, False)
 
 
+def redacted_span(text, start, end):
+    """The span of ``redact(text)`` that ``text[start:end]`` became (``original_span``'s inverse:
+    a span edge inside a secret moves to the edge of its placeholder)."""
+    shift, out = 0, [start, end]
+    for f in scan(text):
+        size = len(placeholder(f.kind))
+        for n, offset in enumerate((start, end)):
+            if offset >= f.end:
+                out[n] += size - (f.end - f.start)
+            elif offset > f.start:              # inside the secret: to the placeholder's edge
+                out[n] = f.start + shift + (0 if n == 0 else size)
+        shift += size - (f.end - f.start)
+    return out[0], out[1]
+
+
 def _to_original(offset, edges, is_start):
     shift = 0
     for first, last, f in edges:

@@ -193,3 +193,37 @@ def test_original_span_maps_redacted_offsets_onto_the_original(pieces, sep, data
     assert len(piece) - (end - start) <= 2 * max((len(redact.placeholder(k)) for k in redact.kinds()), default=0)
     if not [f for f in inside] and "[REDACTED:" not in clean[start:end]:
         assert text[first:last] == clean[start:end]
+
+
+@seed(14)
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(corpus.SECRETS).map(lambda s: s.text), st.text(max_size=40)), max_size=6),
+       SEPARATORS, st.data())
+def test_redacted_span_is_the_inverse_of_original_span(pieces, sep, data):
+    """A span of the original (a chunk span the journal keeps) maps onto the redacted text Postgres
+    holds: the redacted span of a piece is its redacted text; a span cut inside a secret takes its
+    whole placeholder; and a redacted span mapped to the original and back is itself."""
+    text = sep.join(pieces)
+    clean = redact.redact(text)
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    first, last = redact.redacted_span(text, start, end)
+    assert 0 <= first <= last <= len(clean)
+    findings = redact.scan(text)
+    if not [f for f in findings if f.start < start < f.end or f.start < end < f.end]:
+        piece, at = [], start                                # the span with its secrets replaced
+        for f in findings:
+            if start <= f.start and f.end <= end:
+                piece += [text[at:f.start], redact.placeholder(f.kind)]
+                at = f.end
+        assert clean[first:last] == "".join(piece) + text[at:end]
+    start = data.draw(st.integers(0, len(clean)))
+    end = data.draw(st.integers(start, len(clean)))
+    back = redact.redacted_span(text, *redact.original_span(text, start, end))
+    assert back[0] <= start and end <= back[1]               # widened only over placeholders
+    shift, holders = 0, []                                   # the placeholders' spans in the redacted text
+    for f in findings:
+        holders.append((f.start + shift, f.start + shift + len(redact.placeholder(f.kind))))
+        shift += holders[-1][1] - holders[-1][0] - (f.end - f.start)
+    if not [h for h in holders if h[0] < start < h[1] or h[0] < end < h[1]]:
+        assert back == (start, end)

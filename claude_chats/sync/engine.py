@@ -233,12 +233,11 @@ class Syncer:
         ids = [r["id"] for r in rows]
         stored = self.local.load(ids) if self.local is not None else {}
         todo = [i for i, r in enumerate(rows) if r["id"] not in stored]
-        if todo:
-            fresh = self._embed([rows[i] for i in todo], [messages[i] for i in todo])
-            if self.local is not None:
-                self.local.save(fresh)
-            stored.update(fresh)
-        return _chunks(rows, messages, stored)
+        fresh = self._embed([rows[i] for i in todo], [messages[i] for i in todo]) if todo else {}
+        if fresh and self.local is not None:
+            self.local.save(_spans_of_journal(rows, messages, fresh))
+        kept = _spans_of_journal(rows, messages, stored, back=True)
+        return _chunks(rows, messages, {**kept, **fresh})
 
     def _embed(self, rows, messages):
         """``{message id: [models.Chunk]}``: the messages embedded with the provider's recipe
@@ -287,16 +286,16 @@ class Syncer:
                 embedded = self._embed(rows, messages)
                 faults.point("after-embed")
                 batch = Batch([], [], _chunks(rows, messages, embedded), self.space)
-                self._pg(pusher.submit, batch, lambda result, done=embedded: self._backfilled(done, result))
+                self._pg(pusher.submit, batch, lambda result, done=(rows, messages, embedded): self._backfilled(*done, result))
                 after_id = rows[-1]["id"]
                 self.report.batches += 1
                 self._advance(len(rows))
             self._pg(pusher.drain)
 
-    def _backfilled(self, embedded, result):
+    def _backfilled(self, rows, messages, embedded, result):
         """After a backfill batch committed in Postgres: keep its vectors in the journal."""
         faults.point("before-mark")
-        self.local.save(embedded)
+        self.local.save(_spans_of_journal(rows, messages, embedded))
         self.report.backfilled += len(embedded)
         self.report.vectors_pushed += result.chunks
 
@@ -336,6 +335,23 @@ class Syncer:
 
     def _record(self):
         record(self.journal, self.report)
+
+
+def _spans_of_journal(rows, messages, vectors, back=False):
+    """``vectors`` ({message id: [models.Chunk]}, spans in the embedded text's coordinates) with the
+    spans of redacted messages moved onto the journal's original text, where the journal keeps the
+    vectors and search cuts excerpts (``back``: the journal's spans onto the redacted text, which
+    Postgres holds). Messages without a secret are left as they are."""
+    from ..redact import original_span, redacted_span
+
+    move = redacted_span if back else original_span
+    out = dict(vectors)
+    for r, m in zip(rows, messages):
+        pieces = vectors.get(r["id"])
+        if pieces and m.content != r["content"]:
+            out[r["id"]] = [c._replace(start=a, end=b) for c in pieces
+                            for a, b in [move(r["content"], c.start, c.end)]]
+    return out
 
 
 def _chunks(rows, messages, vectors):
