@@ -15,6 +15,7 @@ from . import jsonl, paths
 
 LOG_NAME = "hook.log"
 MAX_LOG_BYTES = 1 << 20
+WAL_TRIM_BYTES = 4 << 20   # about SQLite's autocheckpoint threshold (1,000 pages)
 
 
 def main():
@@ -29,6 +30,7 @@ def main():
         payload = _read_payload()
         conn = open_journal()
         run(payload, conn)
+        trim_wal(conn)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail Claude Code
         log_error(payload, exc)
     os._exit(0)
@@ -86,6 +88,25 @@ def run(payload, conn):
     if not stats.commits:
         record_run(conn, stats)
     return stats
+
+
+def trim_wal(conn):
+    """Empty the journal's WAL once it is past the autocheckpoint threshold.
+
+    SQLite restarts a fully checkpointed WAL only from a connection's second
+    write transaction, and the hook writes once per process: left alone, the
+    WAL would grow without end and every turn would pay a checkpoint (an
+    fsync) at its commit. A stat on most turns; on about one in forty, a
+    TRUNCATE checkpoint that never waits (a busy reader, such as a running
+    sync, just leaves it for a later turn).
+    """
+    try:
+        if os.path.getsize(paths.journal_path() + "-wal") < WAL_TRIM_BYTES:
+            return
+        conn.set_busy_timeout(0)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except Exception:  # noqa: BLE001 - a busy or missing WAL is fine: the next turn tries again
+        pass
 
 
 def log_error(payload, exc):

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import apsw
 import pytest
@@ -220,3 +221,40 @@ def test_concurrent_hooks_store_each_message_exactly_once(tmp_path):
     assert all(seqs == list(range(len(seqs))) for seqs in by_session.values())
     assert [r[0] for r in stored("main")] == [c["uuid"] for c in main_lines]
     assert hook_log() == []
+
+
+def test_the_journal_wal_stays_bounded_across_hook_runs(tmp_path):
+    """The hook writes one transaction per process, from which SQLite never restarts a checkpointed
+    WAL: without the hook's trim the WAL grows on every turn (and every commit pays a checkpoint).
+    A big first import and many small turns leave it under the trim size; a reader holding the
+    journal (a running sync) makes the trim give up at once, not wait."""
+    from claude_chats.hook import WAL_TRIM_BYTES
+
+    path = tmp_path / "sess-1.jsonl"
+    words = "the sync retries with backoff while postgres restarts on port 5433 ".split()
+    big = [lines.user(" ".join(words[(i + k) % len(words)] for k in range(400)), uid=f"u-{i}") for i in range(2500)]
+    path.write_bytes(lines.encode(*big))
+    run_hook(payload(path))                              # ~8 MB of journal pages through the WAL
+    wal = paths.journal_path() + "-wal"
+    assert os.path.getsize(wal) < WAL_TRIM_BYTES
+    sizes = []
+    for turn in range(60):
+        with open(path, "ab") as fh:
+            fh.write(lines.encode(lines.user(" ".join(words * 20), uid=f"t-{turn}")))
+        run_hook(payload(path))
+        sizes.append(os.path.getsize(wal))
+    assert max(sizes) < WAL_TRIM_BYTES + (1 << 20), sizes
+    reader = apsw.Connection(paths.journal_path())
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM messages").fetchall()    # holds a read snapshot
+        for turn in range(3):
+            with open(path, "ab") as fh:
+                fh.write(lines.encode(*big[:200]).replace(b'"u-', f'"r{turn}-'.encode()))
+            started = time.monotonic()
+            run_hook(payload(path))
+            assert time.monotonic() - started < 5
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert len(stored()) == 2500 + 60 + 600 and hook_log() == []
