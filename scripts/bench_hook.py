@@ -108,7 +108,12 @@ def main():
     variants = [("3MB", 3 << 20, env), ("30MB", 30 << 20, env), ("3MB, journal_redact on", 3 << 20, redacting)]
     if args.compare:
         subprocess.run([sys.executable, "-m", "compileall", "-q", args.compare], check=True)
-        variants.append(("3MB, code from --compare", 3 << 20, dict(env, PYTHONPATH=os.path.abspath(args.compare))))
+        # its own journal: how one version treats the journal's WAL must not help or hurt the other
+        other = os.path.join(work, "home-compare")
+        os.makedirs(other, mode=0o700)
+        open(os.path.join(other, "sync.started"), "w").close()
+        variants.append(("3MB, code from --compare", 3 << 20,
+                         dict(env, PYTHONPATH=os.path.abspath(args.compare), CLAUDE_CHATS_HOME=other)))
     for label, size, case_env in variants:
         session = str(uuid.uuid4())
         path = os.path.join(work, f"{session}.jsonl")
