@@ -3,8 +3,10 @@
 ``CLAUDE_CHATS_SYNC_DIE_AT=<point>[@<n>]`` makes the process kill itself
 with SIGKILL the n-th time (default: first) it reaches ``point``, exactly
 like ``kill -9`` from outside, so tests can prove that a crash anywhere loses
-and duplicates nothing. The points: ``after-embed``,
-``mid-copy-push_messages``, ``mid-copy-push_chunks``, ``before-mark``.
+and duplicates nothing. The points: ``after-embed``, ``after-conversations``
+(the conversations committed, the messages not yet), ``mid-copy-<temporary
+table>`` (during a binary COPY), ``before-mark`` (Postgres committed, the
+journal not yet marked; for a backfill, its vectors not yet kept locally).
 Unset (always, outside tests) this costs one dict lookup.
 """
 
