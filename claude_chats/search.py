@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 
 from . import transcript
+from .localstore import fts
 from .errors import (ConfigError, PostgresUnavailable, ProviderError, SearchError, SessionNotFound,
                      SpaceMismatchError)
 
@@ -193,6 +194,12 @@ def query_terms(text):
     words = re.findall(r"\w+", text or "", re.UNICODE)
     kept = [w for w in words if w.lower() not in STOPWORDS]
     return kept or words
+
+
+def any_words(text):
+    """The words an any-word full-text query looks for (both stores): the query's terms, split
+    and deduplicated as the journal's FTS5 tokenizer splits them."""
+    return fts.terms(" ".join(query_terms(text)))
 
 
 def selective(words, counts, total, budget=MATCH_ROWS):

@@ -45,11 +45,12 @@ from datetime import datetime, timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from claude_chats import evaluate, retrieval  # noqa: E402
+from claude_chats import evaluate  # noqa: E402
+from claude_chats.models import recipe  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = ("fulltext", "semantic", "hybrid")
-CHANGES = ("header", "any")                             # beyond the product (see claude_chats.retrieval)
+CHANGES = ("header", "any")                             # beyond the product (see claude_chats.models.recipe)
 PARTS = ("or", "neighbours", "weights", "context")      # of the product, for --without
 NAMESPACE = uuidlib.UUID("6d4c2b3a-6f1e-4e0b-9a57-1c0c3b1e2d10")
 DEPTH = 50          # turns ranked per question (enough for session recall@5 and turn recall@25)
@@ -266,7 +267,7 @@ def embed(journal, provider, setup, names=None, url=None):
     if "header" in setup.changes:
         if url:
             raise SystemExit("--changes header embeds outside sync: not with --store postgres")
-        retrieval.index_journal(journal, provider, labels=names, recipe=retrieval.HEADER)
+        recipe.index_journal(journal, provider, labels=names, recipe=recipe.HEADER)
     elif url:
         settings = config.load({"database_url": url}, path=os.devnull, environ={})
         report = run_sync(settings, journal=journal, provider=setup.embedder(provider), lock=False)
@@ -280,14 +281,14 @@ def searcher_for(journal, provider, setup, url=None):
     """The product's ``Searcher`` over the journal, or over Postgres at ``url``."""
     from claude_chats.search import Searcher
 
-    if "header" in setup.changes:
-        return retrieval.searcher(journal, lambda: provider, recipe=retrieval.HEADER)
+    from claude_chats.localstore.search import LocalSearch
+
+    if "header" in setup.changes:   # query vectors in the space of index_journal's HEADER vectors
+        return Searcher(LocalSearch(journal), None, lambda: recipe.RecipeProvider(provider, recipe.HEADER))
     if url:
         from claude_chats.sync.pgsearch import open_search
 
         return Searcher(None, _Remote(open_search(url, **setup.backend_options())), lambda: setup.embedder(provider))
-    from claude_chats.localstore.search import LocalSearch
-
     return Searcher(LocalSearch(journal, **setup.backend_options()), None, lambda: setup.embedder(provider))
 
 

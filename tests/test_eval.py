@@ -249,26 +249,26 @@ def test_bakeoff_spaces_are_separate(tmp_path, journal, test_model_path, f32_mod
         assert set(per_space.values()) == {sum(len(t) for _, t in SESSIONS.values())}
 
 
-# -- tuned retrieval (claude_chats.retrieval) ---------------------------------------------------
+# -- tuned retrieval (models.recipe, search) -------------------------------------------------------
 
 def test_headers_say_who_and_when():
-    from claude_chats import retrieval
+    from claude_chats.models import recipe
 
-    assert retrieval.header("user", "2023-05-08T13:56:00.000Z") == "user (8 May 2023): "
-    assert retrieval.header("assistant", "2023-05-08T13:56:00Z", {"assistant": "Melanie"}) == "Melanie (8 May 2023): "
-    assert retrieval.header("user", None) == retrieval.header("user", "not a date") == "user: "
+    assert recipe.header("user", "2023-05-08T13:56:00.000Z") == "user (8 May 2023): "
+    assert recipe.header("assistant", "2023-05-08T13:56:00Z", {"assistant": "Melanie"}) == "Melanie (8 May 2023): "
+    assert recipe.header("user", None) == recipe.header("user", "not a date") == "user: "
     previous = {"role": "assistant", "content": "x" * 400 + " the tail"}
     message = {"role": "user", "created_at": "2026-01-02T00:00:00Z", "content": "ok", "previous": previous}
-    assert retrieval.prefix(message) == "user (2 January 2026): "
-    assert retrieval.prefix(message, recipe=retrieval.CONTEXT) == f"assistant: {'x' * 300}\nuser (2 January 2026): "
+    assert recipe.prefix(message) == "user (2 January 2026): "
+    assert recipe.prefix(message, recipe=recipe.CONTEXT) == f"assistant: {'x' * 300}\nuser (2 January 2026): "
 
 
 def test_previous_is_the_last_text_message_of_the_same_session():
-    from claude_chats import retrieval
+    from claude_chats.models import recipe
 
     rows = [(1, "a", "user", "text", None, "question"), (2, "a", "assistant", "tool_use", None, "Bash: ls"),
             (3, "a", "assistant", "text", None, "answer"), (4, "b", "user", "text", None, "other")]
-    previous = [m["previous"] and m["previous"]["content"] for m in retrieval.with_previous(rows)]
+    previous = [m["previous"] and m["previous"]["content"] for m in recipe.with_previous(rows)]
     assert previous == [None, "question", "question", None]
 
 
@@ -314,12 +314,12 @@ def test_weighted_fusion():
 
 
 def test_long_messages_are_chunked_under_their_header(minilm):
-    from claude_chats import retrieval
+    from claude_chats.models import recipe
 
     long = " ".join(f"word{i}" for i in range(900))
     messages = [{"role": "user", "created_at": "2026-01-02T00:00:00Z", "content": long},
                 {"role": "assistant", "created_at": None, "content": "short reply"}]
-    chunked, short = retrieval.embed_messages(minilm, messages)
+    chunked, short = recipe.embed_messages(minilm, messages)
     assert len(chunked) > 1 and chunked[0].start == 0 and chunked[-1].end == len(long)
     assert all(a.end > b.start for a, b in zip(chunked, chunked[1:]))      # overlapping, no gap
     head = "user (2 January 2026): "
@@ -330,12 +330,15 @@ def test_long_messages_are_chunked_under_their_header(minilm):
 
 
 def test_tuned_search_over_the_journal(journal, minilm):
-    from claude_chats import retrieval
+    from claude_chats.models import recipe
 
-    space_id = retrieval.index_journal(journal, minilm)
+    space_id = recipe.index_journal(journal, minilm)
     space = journal.conn.execute("SELECT key FROM spaces WHERE id = ?", (space_id,)).fetchall()[0][0]
     assert '"text":"speaker-date-1"' in space
-    searcher = retrieval.searcher(journal, lambda: minilm)
+    from claude_chats.localstore.search import LocalSearch
+    from claude_chats.search import Searcher
+
+    searcher = Searcher(LocalSearch(journal), None, lambda: recipe.RecipeProvider(minilm, recipe.HEADER))
     # the answer shares no word with the question: its neighbour (the question asked) does
     result = searcher.search("certificate expired", mode="fulltext", per_session=0, limit=5)
     top = [(h["session_id"], h["seq"]) for h in result["hits"][:2]]

@@ -167,6 +167,16 @@ def test_hostile_repetition_costs_linear_time(pieces):
     assert time.perf_counter() - started < 10   # about 0.5 s at worst on a loaded 2-core machine
 
 
+def _redacted_piece(text, findings, start, end):
+    """``text[start:end]`` with the secrets that lie wholly inside it replaced by their placeholders."""
+    piece, at = [], start
+    for f in findings:
+        if start <= f.start and f.end <= end:
+            piece += [text[at:f.start], redact.placeholder(f.kind)]
+            at = f.end
+    return "".join(piece) + text[at:end]
+
+
 @seed(13)
 @SETTINGS
 @given(st.lists(st.one_of(st.sampled_from(corpus.SECRETS).map(lambda s: s.text), st.text(max_size=40)), max_size=6),
@@ -183,12 +193,7 @@ def test_original_span_maps_redacted_offsets_onto_the_original(pieces, sep, data
     assert 0 <= first <= last <= len(text)
     inside = [f for f in findings if first <= f.start and f.end <= last]
     assert not [f for f in findings if f.start < first < f.end or f.start < last < f.end]  # no secret cut
-    rebuilt, at = [], first
-    for f in inside:
-        rebuilt += [text[at:f.start], redact.placeholder(f.kind)]
-        at = f.end
-    rebuilt.append(text[at:last])
-    piece = "".join(rebuilt)
+    piece = _redacted_piece(text, findings, first, last)
     assert clean[start:end] in piece                       # the whole span, widened only over placeholders
     assert len(piece) - (end - start) <= 2 * max((len(redact.placeholder(k)) for k in redact.kinds()), default=0)
     if not [f for f in inside] and "[REDACTED:" not in clean[start:end]:
@@ -211,12 +216,7 @@ def test_redacted_span_is_the_inverse_of_original_span(pieces, sep, data):
     assert 0 <= first <= last <= len(clean)
     findings = redact.scan(text)
     if not [f for f in findings if f.start < start < f.end or f.start < end < f.end]:
-        piece, at = [], start                                # the span with its secrets replaced
-        for f in findings:
-            if start <= f.start and f.end <= end:
-                piece += [text[at:f.start], redact.placeholder(f.kind)]
-                at = f.end
-        assert clean[first:last] == "".join(piece) + text[at:end]
+        assert clean[first:last] == _redacted_piece(text, findings, start, end)
     start = data.draw(st.integers(0, len(clean)))
     end = data.draw(st.integers(start, len(clean)))
     back = redact.redacted_span(text, *redact.original_span(text, start, end))

@@ -23,8 +23,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..search import (FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, NEIGHBOUR_WEIGHT, STOPWORDS, Candidate, fuse, iso,
-                      query_terms, selective)
+from ..search import (FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, NEIGHBOUR_WEIGHT, STOPWORDS, Candidate, any_words,
+                      fuse, iso, selective)
 from . import fts
 from .journal import Journal
 
@@ -39,8 +39,7 @@ _TOKEN = re.compile(r'(-?)"([^"]*)"?|(-?)([^\s"]+)')
 def fts_match(text, match="all"):
     """An FTS5 MATCH expression for typed ``text`` (None when it has no word to look for)."""
     if match == "any":
-        words = fts.terms(" ".join(query_terms(text)))
-        return " OR ".join(fts.quote(w) for w in words) or None
+        return " OR ".join(fts.quote(w) for w in any_words(text)) or None
     groups, negatives, joined = [], [], False
     for neg_q, phrase, neg_w, word in _TOKEN.findall(text or ""):
         raw = phrase or word
@@ -249,7 +248,7 @@ class LocalSearch:
 
     def _any_match(self, text):
         """``fts_match(text, "any")``, over the words ``search.selective`` keeps at this store's size."""
-        words, joiner = fts.terms(" ".join(query_terms(text))), " OR "
+        words, joiner = any_words(text), " OR "
         if len(words) > 1:
             counts = [self.conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
                                         (fts.quote(w),)).fetchall()[0][0] for w in words]

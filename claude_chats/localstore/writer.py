@@ -363,7 +363,8 @@ def _rewrite_sessions(conn, clean, dry_run):
                                  "WHERE id = ?", (*new, stamp, sid))
         for file_id, leaf, summary in conn.execute(
                 "SELECT file_id, leaf_uuid, summary FROM pending_summaries").fetchall():
-            if clean(summary) != summary and not dry_run:
+            new = clean(summary)
+            if new != summary and not dry_run:
                 conn.execute("UPDATE pending_summaries SET summary = ? WHERE file_id = ? AND leaf_uuid = ?",
-                             (clean(summary), file_id, leaf))
+                             (new, file_id, leaf))
     return count

@@ -137,20 +137,11 @@ class RecipeProvider:
         base = self.provider.space
         return Space(base.provider, base.model, base.dimensions, {**base.options, "text": self.recipe.name})
 
-    def embed_query(self, text):
-        return self.provider.embed_query(text)
-
-    def embed_documents(self, texts):
-        return self.provider.embed_documents(texts)
-
-    def close(self):
-        self.provider.close()
-
-    def __enter__(self):
+    def __enter__(self):          # dunders are not looked up through ``__getattr__``
         return self
 
     def __exit__(self, *exc):
-        self.close()
+        self.provider.close()
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.recipe.name} {self.provider!r}>"

@@ -31,8 +31,7 @@ from dataclasses import replace
 import psycopg
 
 from ..errors import ClaudeChatsError, PostgresUnavailable, SessionNotFound
-from ..localstore import fts
-from ..search import FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, Candidate, query_terms, selective, shorten
+from ..search import FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, Candidate, any_words, selective, shorten
 from . import dburl, pg, store
 
 STATEMENT_TIMEOUT_MS = 10_000
@@ -248,7 +247,7 @@ class PgSearch:
     def _terms(self, plan):
         """([(tsquery text, messages holding it)], "any" or "all") of the query's words: for an
         any-word query, those ``search.selective`` keeps."""
-        words = fts.terms(" ".join(query_terms(plan.text)))
+        words = any_words(plan.text)
         total = self._text_stats()[0]
         rows = self._rows(_TERMS, {"words": words, "cap": self.match_rows + 1, "total": total}) if words else []
         if plan.match == "any" and len(rows) > 1:
