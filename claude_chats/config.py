@@ -10,7 +10,6 @@ Stdlib only at import time: the hook's background-sync check reads the config.
 """
 
 import os
-import tomllib
 
 from . import paths
 from .errors import ConfigError
@@ -111,6 +110,8 @@ class Settings:
 
 def read_file(path=None):
     """The config file as a dict ({} when absent); a malformed file is an error."""
+    import tomllib  # here, not at the top: the hook imports this module on some turns
+
     path = path or paths.config_path()
     try:
         with open(path, "rb") as fh:
@@ -156,6 +157,16 @@ def load(overrides=None, path=None, environ=None):
     return Settings(values, sources)
 
 
+
+def journal_redactor(settings=None):
+    """``redact.redact`` when the ``journal_redact`` setting is on, else None (what the hook and
+    ``chats import`` store message text, session names and summaries through)."""
+    if not (settings or load()).journal_redact:
+        return None
+    from .redact import redact   # imported only when the setting is on: the hook's path
+    return redact
+
+
 # -- changing the file ------------------------------------------------------------
 
 def setting(key):
@@ -175,14 +186,13 @@ def parse_value(key, text):
 
 
 def _check_provider(name):
-    from .models import PROVIDERS
+    from .models import check_provider_name  # the validators import lazily: the hook imports this module
 
-    if name not in PROVIDERS:
-        raise ConfigError(f"unknown embedding provider {name!r}; choose one of: {', '.join(sorted(PROVIDERS))}")
+    check_provider_name(name)
 
 
 def _check_database_url(url):
-    from .sync import dburl
+    from .pgstore import url as dburl
 
     dburl.parse(url)
 
@@ -251,7 +261,7 @@ def shown(key, value):
     if value is None or not SETTINGS[key].secret:
         return value
     if key == "database_url":
-        from .sync import dburl
+        from .pgstore import url as dburl
 
         return dburl.mask(value)
     return MASK

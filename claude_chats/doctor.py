@@ -8,10 +8,22 @@ never raised.
 
 import json
 import os
+import shlex
+import shutil
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 
 from . import config, install, paths
+from .localstore.db import Immediate
+from .localstore.journal import Journal, discover
+from .models import canary_vector, embedder
+from .models import check_canary as compare
+from .models.recipe import same_model
+from .models.spaces import canary_from_blob, space_of_key
+from .pgstore import connect as pg
+from .pgstore import migrations
+from .pgstore import url as dburl
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 VECTOR_MIN = (0, 5, 0)          # HNSW; halfvec (above 2,000 dimensions) needs 0.7
@@ -55,18 +67,12 @@ class Context:
         return self._settings or self._get("settings", config.load)
 
     def journal(self):
-        from .localstore.journal import Journal
-
         return self._get("journal", Journal.open)
 
     def provider(self):
-        from .models import embedder
-
         return self._get("provider", lambda: embedder(self.settings))
 
     def pg(self):
-        from .sync import pg
-
         return self._get("pg", lambda: pg.connect(self.settings.database_url,
                                                   self.settings.allow_insecure_remote, register=False))
 
@@ -99,9 +105,6 @@ def check_hooks(ctx):
 
 
 def _executable(command):
-    import shlex
-    import shutil
-
     path = shlex.split(command)[0]
     path = shutil.which(path) if os.sep not in path else os.path.expanduser(path)
     return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
@@ -133,7 +136,6 @@ def check_mcp(ctx):
 
 
 def _mcp_fix():
-    import shlex
     try:
         chats = install.installed_script("chats")
     except install.InstallError:
@@ -157,8 +159,6 @@ def check_cleanup_period(ctx):
 
 
 def _age_days(iso):
-    from datetime import datetime, timezone
-
     if not iso:
         return None
     try:
@@ -184,8 +184,6 @@ def check_config(ctx):
 
 
 def check_journal(ctx):
-    from .localstore.db import Immediate
-
     path = paths.journal_path()
     fix = f"check the permissions of {os.path.dirname(path)}; move a damaged journal aside and run `chats import`"
     try:
@@ -212,8 +210,6 @@ def check_fts(ctx):
 
 
 def check_transcripts(ctx):
-    from .localstore.journal import discover
-
     root = paths.claude_projects_dir()
     if not os.path.isdir(root):
         return Check("transcripts", PASS, f"no transcripts folder at {root}")
@@ -229,8 +225,6 @@ def check_transcripts(ctx):
 
 
 def check_model(ctx):
-    from .models import canary_vector
-
     settings = ctx.settings
     started = time.perf_counter()
     try:
@@ -257,9 +251,6 @@ def check_canary(ctx):
 def canary_verdict(provider, stored):
     """``stored``: ``[(store, key, canary)]``. Each store holding vectors must hold the configured model's,
     and they must reproduce its canary."""
-    from .models import check_canary as compare
-    from .models.spaces import canary_from_blob
-
     key = provider.space.key
     if not stored:
         return Check("canary", PASS, "no stored vectors yet")
@@ -285,9 +276,6 @@ def canary_verdict(provider, stored):
 
 def rebuilding(where, stored, configured):
     """Whether ``where`` holds vectors of the configured model with another embedded text (``embed_text``)."""
-    from .models.recipe import same_model
-    from .models.spaces import space_of_key
-
     return any(w == where and same_model(space_of_key(k), configured) for w, k, _v in stored)
 
 
@@ -311,8 +299,6 @@ def postgres_spaces(ctx):
 
 
 def check_postgres(ctx):
-    from .sync import dburl
-
     url = ctx.settings.database_url
     if not url:
         return [Check("postgres", SKIP, "not configured: the journal alone (search works offline)")]
@@ -329,8 +315,6 @@ def check_postgres(ctx):
 
 
 def _tls(url, allowed):
-    from .sync import dburl
-
     try:
         params = dburl.parse(url)
     except Exception as exc:  # noqa: BLE001
@@ -360,8 +344,6 @@ def _extension(conn):
 
 
 def _migrations(conn):
-    from .sync import migrations
-
     pending = [n for n, _sql in migrations.available() if n not in migrations.applied(conn)]
     if pending:
         return Check("migrations", FAIL, f"{len(pending)} migration(s) not applied: {', '.join(pending)}",

@@ -23,7 +23,16 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from . import config
 from .errors import ClaudeChatsError
+from .localstore import vectors
+from .localstore.journal import Journal
+from .localstore.outbox import LocalVectors
+from .localstore.search import LocalSearch
+from .models.recipe import HEADER, RecipeProvider, embed_messages, with_previous
+from .models.spaces import canary_vector
+from .search.searcher import Searcher
+from .sync.runner import run_sync
 
 MODES = ("hybrid", "semantic", "fulltext")
 KS = (1, 5, 10)
@@ -193,16 +202,25 @@ def write_misses(path, results):
 def embed_journal(journal, provider):
     """Embed every message of ``journal`` into ``provider``'s space through the sync engine
     (no Postgres); returns (sync report, space id)."""
-    from . import config
-    from .sync.localvec import LocalVectors
-    from .sync.runner import run_sync
-
     settings = config.load(environ={}, path=os.devnull)   # no database: embed locally only
     space = LocalVectors(journal.conn)
     report = run_sync(settings, journal=journal, provider=provider, store=None, local=space, lock=False)
     if not report.ok:
         raise ClaudeChatsError("; ".join(report.errors))
     return report, space.space_id
+
+
+def index_journal(journal, provider, labels=None, recipe=HEADER, batch=256):
+    """Embed every message of ``journal`` with the recipe's text into the recipe's space, speakers named by
+    ``labels`` ({role: name}; LoCoMo's benchmark); returns the space id. Not what sync embeds (``embed_journal``)."""
+    space_id = vectors.ensure_space(journal.conn, RecipeProvider(provider, recipe).space, canary_vector(provider))
+    messages = with_previous(journal.in_session_order())
+    for start in range(0, len(messages), batch):
+        part = messages[start:start + batch]
+        with journal.conn:
+            for message, chunks in zip(part, embed_messages(provider, part, labels, recipe)):
+                vectors.write_message_vectors(journal.conn, space_id, message["id"], chunks)
+    return space_id
 
 
 def space_bytes(conn, space_id):
@@ -223,8 +241,6 @@ def _pages(conn, where, args):
 
 def scratch_copy(journal_path, folder):
     """A fresh journal in ``folder`` holding the sessions and messages of ``journal_path`` (no vectors)."""
-    from .localstore.journal import Journal
-
     if not os.path.isfile(journal_path):
         raise ClaudeChatsError(f"no journal at {journal_path}: run `chats import` first")
     scratch = Journal.open(os.path.join(folder, "journal.db"))
@@ -268,9 +284,6 @@ def bakeoff(journal_path, queries, providers, modes=("semantic", "hybrid"), fold
     ``providers`` are ``(label, factory)`` pairs; each provider is opened,
     used and closed in turn. The journal at ``journal_path`` is only read.
     """
-    from .localstore.search import LocalSearch
-    from .search import Searcher
-
     owned = folder is None
     folder = folder or tempfile.mkdtemp(prefix="chats-bakeoff-")
     rows = []
@@ -278,7 +291,7 @@ def bakeoff(journal_path, queries, providers, modes=("semantic", "hybrid"), fold
         scratch = scratch_copy(journal_path, folder)
         try:
             for label, factory in providers:
-                rows.append(_bakeoff_one(scratch, label, factory, queries, modes, depth, LocalSearch, Searcher))
+                rows.append(_bakeoff_one(scratch, label, factory, queries, modes, depth))
         finally:
             scratch.close()
     finally:
@@ -287,7 +300,7 @@ def bakeoff(journal_path, queries, providers, modes=("semantic", "hybrid"), fold
     return rows
 
 
-def _bakeoff_one(scratch, label, factory, queries, modes, depth, LocalSearch, Searcher):
+def _bakeoff_one(scratch, label, factory, queries, modes, depth):
     provider = factory()
     try:
         started = time.perf_counter()

@@ -60,22 +60,40 @@ def _path(payload, key):
     return os.path.expanduser(value)
 
 
+def journal_redactor():
+    """``config.journal_redactor()``, read only on a turn that stores something, and cheaply: the
+    environment and a peek at the small config file say whether the setting can be on at all, and
+    only then is the config module imported and the file parsed. A malformed value is a
+    ``ConfigError`` (nothing is stored until it is fixed, rather than stored unredacted)."""
+    if not os.environ.get("CLAUDE_CHATS_JOURNAL_REDACT", "").strip():
+        try:
+            with open(paths.config_path(), "rb") as fh:
+                if b"journal_redact" not in fh.read():
+                    return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+    from . import config
+
+    return config.journal_redactor()
+
+
 def run(payload, conn):
     """Store what is new in the payload's transcript (and its subagents') into ``conn``."""
-    from .localstore import writer
+    from .localstore import db, writer
+    from .times import now_iso
 
     transcript_path = _path(payload, "transcript_path")
     agent_path = _path(payload, "agent_transcript_path")
     if transcript_path is None and agent_path is None:
         raise ValueError("hook payload has no transcript_path")
     def record_run(conn, stats):
-        conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES ('last_hook', ?)", (jsonl.dumps({
-            "at": writer.now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
-            "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}),))
+        db.set_state(conn, "last_hook", jsonl.dumps({
+            "at": now_iso(), "event": str(payload.get("hook_event_name", ""))[:64],
+            "session_id": str(payload.get("session_id", ""))[:200], "messages": stats.messages}))
 
     # The run is recorded inside each write transaction (the last one's record
     # stands), not in one more transaction of its own: one commit fewer per turn.
-    stats = writer.IngestStats(before_commit=record_run)
+    stats = writer.IngestStats(resolve_redact=journal_redactor, before_commit=record_run)
     if transcript_path:
         if not os.path.exists(transcript_path):
             raise FileNotFoundError(f"transcript not found: {transcript_path}")

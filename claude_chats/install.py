@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from . import paths
+from . import config, paths
 from .errors import ConfigError
 
 HOOK_EVENTS = ("Stop", "UserPromptSubmit", "PreCompact", "SessionEnd")
@@ -239,8 +239,6 @@ class Plan:
 
 
 def _shown(key, value):
-    from . import config
-
     return config.shown(key, value)
 
 
@@ -252,8 +250,6 @@ def plan_install(config_values=None, hook_command=None, chats_command=None, time
     chats_command = chats_command or installed_script("chats")
     values = {k: v for k, v in (config_values or {}).items() if v is not None}
     if values:
-        from . import config
-
         values = {k: config.parse_value(k, v) for k, v in values.items()}
     return Plan("install", path, before, with_hooks(before, hook_command, timeout), mcp_add_command(chats_command),
                 shutil.which("claude"), values, paths.config_path())
@@ -281,8 +277,6 @@ def apply(plan, run=subprocess.run):
     """Carry out ``plan``: settings.json (backup, atomic replace), MCP registration, config file."""
     result = Result()
     if plan.config_values:
-        from . import config
-
         result.config_path = config.write_values(plan.config_values, plan.config_path)
     if plan.settings_changed:
         _, current = read_settings(plan.settings_path)   # refuse if it changed under us into invalid JSON

@@ -9,7 +9,13 @@ import json
 import os
 import time
 
-from . import config, paths
+from . import config, install, paths
+from .localstore.journal import Journal
+from .models import embedder
+from .pgstore import connect as pg
+from .pgstore import url as dburl
+from .pgstore.store import PgStore
+from .sync.lock import is_locked
 
 
 def collect(settings=None, check_postgres=True, check_provider=True):
@@ -32,8 +38,6 @@ def collect(settings=None, check_postgres=True, check_provider=True):
 
 def open_journal_readonly():
     """The journal read-only, or None when it does not exist yet."""
-    from .localstore.journal import Journal
-
     path = paths.journal_path()
     return Journal.open(path, readonly=True) if os.path.exists(path) else None
 
@@ -98,8 +102,6 @@ def last_log_line(path):
 
 
 def sync_section():
-    from .sync.lock import is_locked
-
     section = _with_journal(lambda j: {"last": _state(j, "last_sync")}, {"last": None})
     section["running"] = is_locked()
     return section
@@ -124,12 +126,9 @@ def postgres_section(settings):
     url = settings.database_url
     if not url:
         return {"configured": False}
-    from .sync import dburl
 
     section = {"configured": True, "url": dburl.mask(url), "reachable": False}
     try:
-        from .sync import pg
-
         started = time.perf_counter()
         conn = pg.connect(url, settings.allow_insecure_remote, register=False)
     except Exception as exc:  # noqa: BLE001 - PostgresUnavailable, InsecureConnectionError, ConfigError...
@@ -146,8 +145,6 @@ def postgres_section(settings):
 
 
 def postgres_counts(conn, url):
-    from .sync.store import PgStore
-
     try:
         if not conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]:
             return {"counts": None, "note": "no claude-chats tables yet (the first `chats sync` creates them)"}
@@ -161,8 +158,6 @@ def provider_section(settings):
     section = {"provider": settings.provider, "model": settings.model, "source": settings.source("provider")}
     started = time.perf_counter()
     try:
-        from .models import embedder
-
         with embedder(settings) as provider:
             section.update(available=True, space=provider.space.describe(), key=provider.space.key)
     except Exception as exc:  # noqa: BLE001 - ProviderUnavailable, ConfigError, a model that fails to load
@@ -172,8 +167,6 @@ def provider_section(settings):
 
 
 def claude_code_section():
-    from . import install
-
     path = install.settings_path()
     try:
         _text, data = install.read_settings(path)

@@ -32,6 +32,8 @@ INTERRUPT = "interrupt"            # "[Request interrupted by user]"
 
 KINDS = (TEXT, TOOL_USE, TOOL_RESULT, THINKING, COMPACT_SUMMARY, COMPACT_BOUNDARY, COMMAND, META, INTERRUPT)
 DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY)
+# What a conversation is read as (pages, a hit's neighbouring messages): everything but thinking.
+CONVERSATION_KINDS = tuple(k for k in KINDS if k != THINKING)
 
 MAX_TOOL_RESULT_CHARS = 100_000    # tool output beyond this is cut, with a marker saying so
 MAX_TOOL_INPUT_CHARS = 2_000

@@ -267,7 +267,7 @@ def embed(journal, provider, setup, names=None, url=None):
     if "header" in setup.changes:
         if url:
             raise SystemExit("--changes header embeds outside sync: not with --store postgres")
-        recipe.index_journal(journal, provider, labels=names, recipe=recipe.HEADER)
+        evaluate.index_journal(journal, provider, labels=names, recipe=recipe.HEADER)
     elif url:
         settings = config.load({"database_url": url}, path=os.devnull, environ={})
         report = run_sync(settings, journal=journal, provider=setup.embedder(provider), lock=False)
@@ -279,14 +279,14 @@ def embed(journal, provider, setup, names=None, url=None):
 
 def searcher_for(journal, provider, setup, url=None):
     """The product's ``Searcher`` over the journal, or over Postgres at ``url``."""
-    from claude_chats.search import Searcher
+    from claude_chats.search.searcher import Searcher
 
     from claude_chats.localstore.search import LocalSearch
 
     if "header" in setup.changes:   # query vectors in the space of index_journal's HEADER vectors
         return Searcher(LocalSearch(journal), None, lambda: recipe.RecipeProvider(provider, recipe.HEADER))
     if url:
-        from claude_chats.sync.pgsearch import open_search
+        from claude_chats.pgstore.search import open_search
 
         return Searcher(None, _Remote(open_search(url, **setup.backend_options())), lambda: setup.embedder(provider))
     return Searcher(LocalSearch(journal, **setup.backend_options()), None, lambda: setup.embedder(provider))
@@ -425,10 +425,12 @@ def render(result):
 
 
 def open_provider(model):
+    from claude_chats import config
     from claude_chats.models import get_provider
 
-    return get_provider(None, model=model, threads=int(os.environ.get("CLAUDE_CHATS_THREADS", "2"))) \
-        if model else get_provider()
+    settings = config.load()
+    return get_provider(settings, model=model, threads=int(os.environ.get("CLAUDE_CHATS_THREADS", "2"))) \
+        if model else get_provider(settings)
 
 
 def main(argv=None):

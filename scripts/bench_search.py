@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 from claude_chats.localstore.journal import Journal  # noqa: E402
 from claude_chats.localstore.search import LocalSearch  # noqa: E402
 from claude_chats.models import EmbeddingProvider, canary_vector  # noqa: E402
-from claude_chats.search import MODES, Searcher  # noqa: E402
+from claude_chats.search.core import MODES
+from claude_chats.search.searcher import Searcher  # noqa: E402
 
 DIMENSIONS = 384
 SESSIONS = 500
@@ -129,14 +130,12 @@ def build_journal(path, sessions, messages, vectors, provider):
 
 
 def build_postgres(url, sessions, messages, vectors, provider):
-    from claude_chats.sync import records
-    from claude_chats.sync.store import PgStore
+    from claude_chats import records
+    from claude_chats.pgstore.store import PgStore
 
     space = provider.space
     with PgStore.open(url) as store:
-        space_record = records.Space(space.key, space.provider, space.model, space.dimensions, {},
-                                     canary_vector(provider))
-        space_id = store.ensure_space(space_record)
+        space_id = store.ensure_space(space, canary_vector(provider))
         store.drop_index(space_id)
         conversations = [records.Conversation(s, p, b, name, "2026-01-01T00:00:00Z", "2026-01-28T00:00:00Z",
                                               None, None, "bench", "2026-01-01T00:00:00Z")
@@ -145,8 +144,8 @@ def build_postgres(url, sessions, messages, vectors, provider):
         for start in range(0, len(messages), step):
             part = messages[start:start + step]
             rows = [records.Message(u, s, q, r, k, c, t) for u, s, q, r, k, c, t in part]
-            chunks = [records.Chunk(m[0], 0, 0, len(m[5]), vectors[start + i]) for i, m in enumerate(part)]
-            store.push(records.Batch(conversations if start == 0 else [], rows, chunks, space_record))
+            chunks = [records.VectorRow(m[0], 0, 0, len(m[5]), vectors[start + i]) for i, m in enumerate(part)]
+            store.push(records.Batch(conversations if start == 0 else [], rows, chunks, space))
         started = time.perf_counter()
         store.ensure_index(space_id)
         store.refresh_index(space_id)
@@ -295,7 +294,7 @@ def main():
                 started = time.perf_counter()
                 index_seconds = build_postgres(url, sessions, messages, vectors, provider)
                 print(f"  (Postgres loaded in {time.perf_counter() - started:.1f} s, HNSW index {index_seconds:.1f} s)")
-                from claude_chats.sync.pgsearch import open_search
+                from claude_chats.pgstore.search import open_search
                 remote = open_search(url)
                 print(f"  (shared_buffers {remote.conn.execute('SHOW shared_buffers').fetchone()[0]})")
 

@@ -51,8 +51,9 @@ sys.path.insert(0, str(ROOT))
 from claude_chats import config  # noqa: E402
 from claude_chats.localstore.journal import Journal, discover  # noqa: E402
 from claude_chats.models import EmbeddingProvider  # noqa: E402
-from claude_chats.sync import engine, store  # noqa: E402
-from claude_chats.sync.records import PushResult  # noqa: E402
+from claude_chats.sync import engine
+from claude_chats.pgstore import store  # noqa: E402
+from claude_chats.records import PushResult  # noqa: E402
 from claude_chats.sync.runner import run_sync  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "transcripts"

@@ -17,10 +17,10 @@ from claude_chats.errors import SearchError
 from claude_chats.localstore import vectors
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import embedder, get_provider, with_text
-from claude_chats.search import open_searcher
-from claude_chats.sync.faults import ENV as DIE_AT
+from claude_chats.stores import open_searcher
+from claude_chats.faults import ENV as DIE_AT
 from claude_chats.sync.runner import run_sync
-from claude_chats.sync.store import PgStore
+from claude_chats.pgstore.store import PgStore
 from tests import lines, redaction_corpus
 from tests.fixtures_pg import HashEmbedder
 from tests.test_models_http import Server, openai_embeddings

@@ -273,7 +273,7 @@ def test_previous_is_the_last_text_message_of_the_same_session():
 
 
 def test_full_text_reads_a_question_as_any_of_its_words():
-    from claude_chats.localstore.search import fts_match
+    from claude_chats.localstore.fts import fts_match
 
     assert fts_match("When did Caroline go to the support group?", "any") == \
         '"Caroline" OR "go" OR "support" OR "group"'
@@ -283,7 +283,7 @@ def test_full_text_reads_a_question_as_any_of_its_words():
 
 
 def test_common_words_give_way_to_rare_ones_in_a_large_store():
-    from claude_chats.search import selective
+    from claude_chats.search.core import selective
 
     words = ["Caroline", "go", "support", "group"]
     assert selective(words, [40, 900, 300, 700], 1_000, budget=2_000) == (words, "any")       # a small store
@@ -302,7 +302,7 @@ def test_neighbours_lend_part_of_their_score():
 
 
 def test_weighted_fusion():
-    from claude_chats.search import Candidate, fuse
+    from claude_chats.search.core import Candidate, fuse
 
     def leg(name, *keys):
         return [Candidate(k, "s", scores={name: 1.0}) for k in keys]
@@ -332,11 +332,11 @@ def test_long_messages_are_chunked_under_their_header(minilm):
 def test_tuned_search_over_the_journal(journal, minilm):
     from claude_chats.models import recipe
 
-    space_id = recipe.index_journal(journal, minilm)
+    space_id = evaluate.index_journal(journal, minilm)
     space = journal.conn.execute("SELECT key FROM spaces WHERE id = ?", (space_id,)).fetchall()[0][0]
     assert '"text":"speaker-date-1"' in space
     from claude_chats.localstore.search import LocalSearch
-    from claude_chats.search import Searcher
+    from claude_chats.search.searcher import Searcher
 
     searcher = Searcher(LocalSearch(journal), None, lambda: recipe.RecipeProvider(minilm, recipe.HEADER))
     # the answer shares no word with the question: its neighbour (the question asked) does

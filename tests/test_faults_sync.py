@@ -16,7 +16,7 @@ import pytest
 from claude_chats import config, paths
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
-from claude_chats.sync.store import PgStore
+from claude_chats.pgstore.store import PgStore
 from tests.fixtures_pg import HashEmbedder
 from tests.test_faults_kill import HOOK, LONG, Transcripts, finish, hook_payload, kill_after, start
 from tests.test_fuzz_journal import check_journal

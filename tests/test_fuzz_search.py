@@ -18,7 +18,8 @@ from fastmcp.exceptions import ToolError
 from hypothesis import given, seed
 from hypothesis import strategies as st
 
-from claude_chats import models, paths, search
+from claude_chats import models, paths
+from claude_chats.search import core as search
 from claude_chats.cli import main
 from claude_chats.errors import ClaudeChatsError
 from claude_chats.mcp.server import create_server

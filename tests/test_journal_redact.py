@@ -24,6 +24,7 @@ from claude_chats.sync.runner import run_sync
 from tests import lines
 from tests.fixtures_pg import HashEmbedder
 from tests.redaction_corpus import SECRETS
+from tests.test_search_support import fulltext
 
 GITHUB = next(s for s in SECRETS if s.kind == "github-token")
 AWS = next(s for s in SECRETS if s.kind == "aws-access-key")
@@ -93,9 +94,9 @@ def test_setting_on_keeps_every_secret_out_of_the_journal_file(tmp_path, monkeyp
     assert name == "debug [REDACTED:openai-api-key]"
     with Journal.open() as journal:
         journal.conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
-        assert len(journal.search("REDACTED github")) == 1
-        assert journal.search(GITHUB.secret) == []
-        assert len(journal.search("ordinary build cache")) == 1
+        assert len(fulltext(journal, "REDACTED github")) == 1
+        assert fulltext(journal, GITHUB.secret) == []
+        assert len(fulltext(journal, "ordinary build cache")) == 1
 
 
 def test_setting_on_applies_to_chats_import(tmp_path, monkeypatch):
@@ -166,7 +167,7 @@ def test_redact_journal_rewrites_what_is_already_stored(tmp_path):
     with Journal.open() as journal:
         conn = journal.conn
         conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
-        assert journal.search(GITHUB.secret) == [] and len(journal.search("REDACTED github")) == 1
+        assert fulltext(journal, GITHUB.secret) == [] and len(fulltext(journal, "REDACTED github")) == 1
         assert conn.execute("SELECT count(*) FROM messages WHERE synced = 0").fetchall()[0][0] == 2
         report = run_sync(config.load(), journal=journal, provider=HashEmbedder(), lock=False)
         assert report.embedded == 2                             # the rewritten ones, embedded again

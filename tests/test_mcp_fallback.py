@@ -7,7 +7,7 @@ import time
 from fastmcp import Client
 
 from claude_chats.mcp.server import create_server
-from claude_chats.sync.pgsearch import PgLink
+from claude_chats.pgstore.search import PgLink
 from tests.fixtures_pg import HashEmbedder
 from tests.test_search_pg import Proxy
 from tests.test_search_support import build_journal, searcher_opener, sync_corpus

@@ -144,7 +144,7 @@ def test_openai_bad_key_is_a_clear_error(openai_server):
 
 def test_openai_needs_a_key_for_the_real_api():
     with pytest.raises(ProviderUnavailable, match="OPENAI_API_KEY"):
-        get_provider("openai")
+        get_provider(config.load({"provider": "openai"}))
 
 
 # -- Ollama ------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def ollama_server():
 def test_ollama_batch_endpoint(ollama_server, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", "ollama")
     monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
-    provider = get_provider()
+    provider = get_provider(config.load())
     vectors = provider.embed_documents(["alpha", "beta"])
     path, _, body = ollama_server.requests[-1]
     assert path == "/api/embed"

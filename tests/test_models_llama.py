@@ -28,7 +28,7 @@ def long_message(chars=20_000):
 def test_configured_from_settings(test_model_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
     monkeypatch.setenv("CLAUDE_CHATS_THREADS", "1")
-    with get_provider() as provider:
+    with get_provider(config.load()) as provider:
         assert isinstance(provider, LlamaProvider)
         assert provider.name == "llama" and provider.model_id == "all-MiniLM-L6-v2.f16"
         assert provider.dimensions == 384 and provider.max_input_tokens == 512

@@ -6,9 +6,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from claude_chats.sync import migrations
-from claude_chats.sync.records import Batch, Chunk, Conversation, Message, Space
-from claude_chats.sync.store import PgStore, ivfflat_lists, vector_table
+from claude_chats.pgstore import migrations
+from claude_chats.models import Space
+from claude_chats.records import Batch, Conversation, Message
+from claude_chats.records import VectorRow as Chunk
+from claude_chats.pgstore.store import PgStore, ivfflat_lists, vector_table
 
 T0 = "2026-01-01T00:00:00Z"
 
@@ -22,9 +24,12 @@ def msgs(sid, n, start=0, prefix="u"):
                     f"message {i} of {sid} about postgres migrations", T0) for i in range(start, start + n)]
 
 
-def space(dims=8, key=None):
-    canary = np.ones(dims, dtype=np.float32) / np.sqrt(dims)
-    return Space(key or f"test/t/{dims}/{{}}", "test", "t", dims, {}, canary)
+def space(dims=8, model="t"):
+    return Space("test", model, dims, {})
+
+
+def canary_of(sp):
+    return np.ones(sp.dimensions, dtype=np.float32) / np.sqrt(sp.dimensions)
 
 
 def chunks(messages, dims=8):
@@ -78,7 +83,7 @@ def test_migrations_ship_with_the_package():
 
 
 def test_tombstones_table_created_on_demand_earlier_is_adopted(pg_db_url):
-    from claude_chats.purge import ensure_tombstones
+    from claude_chats.pgstore.purge import ensure_tombstones
     with psycopg.connect(pg_db_url, autocommit=True) as conn:
         ensure_tombstones(conn)
         migrations.migrate(conn)
@@ -110,10 +115,11 @@ def test_push_is_idempotent(store):
 def test_vectors_keep_their_space_and_canary(store):
     sp = space(8)
     ms = msgs("s1", 2)
+    store.ensure_space(sp, canary_of(sp))   # as sync does before its batches
     store.push(Batch([conv("s1")], ms, chunks(ms), sp))
     (row,) = store.spaces()
     assert (row["key"], row["dimensions"], row["index_kind"]) == (sp.key, 8, "hnsw")
-    assert np.allclose(row["canary"].to_numpy(), sp.canary)
+    assert np.allclose(row["canary"].to_numpy(), canary_of(sp))
     assert store.has_index(row["id"])
 
 
@@ -144,8 +150,8 @@ def test_sequence_collision_from_another_journal_is_kept(store):
 
 def test_ivfflat_lists_follow_row_count(store):
     assert ivfflat_lists(500) == 1 and ivfflat_lists(50_000) == 50 and ivfflat_lists(4_000_000) == 2000
-    sp = space(8, key="test/ivf/8/{}")
-    space_id = store.ensure_space(sp, index_kind="ivfflat")
+    sp = space(8, model="ivf")
+    space_id = store.ensure_space(sp, canary_of(sp), index_kind="ivfflat")
     assert not store.has_index(space_id)
     ms = msgs("s1", 50)
     store.push(Batch([conv("s1")], ms, chunks(ms), sp))
@@ -167,7 +173,7 @@ def test_dropped_index_is_rebuilt(store):
     sp = space()
     ms = msgs("s1", 3)
     store.push(Batch([conv("s1")], ms, chunks(ms), sp))
-    space_id = store.ensure_space(sp)
+    space_id = store.ensure_space(sp, canary_of(sp))
     store.drop_index(space_id)
     assert store.ensure_index(space_id) is True
     assert store.ensure_index(space_id) is False
@@ -187,7 +193,7 @@ def test_text_index_is_dropped_for_a_load_and_rebuilt_as_the_migration_made_it(s
 def test_an_index_drop_gives_up_while_a_reader_holds_the_table(store, pg_db_url):
     sp = space()
     store.push(Batch([conv("s1")], msgs("s1", 2), chunks(msgs("s1", 2)), sp))
-    space_id = store.ensure_space(sp)
+    space_id = store.ensure_space(sp, canary_of(sp))
     with psycopg.connect(pg_db_url) as reader:   # a search in progress: an open transaction reading both
         reader.execute(f"SELECT count(*) FROM messages, {vector_table(space_id)}")
         assert store.drop_text_index() is False and store.drop_index(space_id) is False
@@ -205,7 +211,7 @@ def test_a_push_does_not_wait_for_a_concurrent_push_of_the_same_session(store, p
     sp = space()
     first = msgs("s1", 4)
     store.push(Batch([conv("s0")], [], chunks(msgs("s0", 1)), sp))   # creates the space's table
-    table = vector_table(store.ensure_space(sp))
+    table = vector_table(store.ensure_space(sp, canary_of(sp)))
     with psycopg.connect(pg_db_url) as blocker:
         blocker.execute(f"LOCK TABLE {table} IN SHARE MODE")        # the first push stops at its vectors
         results = {}

@@ -8,12 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 from claude_chats import config, paths, purge
+from claude_chats.localstore import erase, vectors
 from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
-from claude_chats.sync.store import PgStore
+from claude_chats.pgstore.store import PgStore
 from tests import lines
 from tests.fixtures_pg import HashEmbedder
+from tests.test_search_support import fulltext
 
 SECRET = "zanzibarquokka"          # one token: FTS keeps it whole
 DOWN_URL = "postgresql://me:pw@127.0.0.1:1/none?connect_timeout=2"
@@ -57,7 +59,7 @@ def import_into(path, files):
 
 def add_vectors(conn):
     """A space with a sqlite-vec table and one vector per message, as sync keeps them locally."""
-    purge.load_vec(conn)
+    vectors.load_extension(conn)
     conn.execute("INSERT INTO spaces (key, provider, model, dimensions, created_at) "
                  "VALUES ('test/t/4/{}', 'test', 't', 4, '2026-01-01')")
     conn.execute("CREATE VIRTUAL TABLE vec_1 USING vec0(embedding float[4])")
@@ -94,9 +96,9 @@ def test_purge_session_leaves_no_byte_of_its_text(histories):
     with Journal.open() as journal:
         conn = journal.conn
         conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
-        assert journal.search(SECRET) == [] and len(journal.search("ordinary")) == 2
+        assert fulltext(journal, SECRET) == [] and len(fulltext(journal, "ordinary")) == 2
         assert conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0] == 4
-        purge.load_vec(conn)
+        vectors.load_extension(conn)
         assert conn.execute("SELECT count(*) FROM vec_1").fetchall()[0][0] == 4
         assert sorted(r[0] for r in conn.execute("SELECT rowid FROM vec_1")) == \
             sorted(r[0] for r in conn.execute("SELECT id FROM messages"))
@@ -175,12 +177,12 @@ def test_postgres_down_queues_and_the_next_sync_applies_it(histories, pg_db_url,
     assert result.exit_code == 0 and "postgres: queued" in result.output and "cannot reach Postgres" in result.output
     assert SECRET.encode() not in file_bytes()
     with Journal.open() as journal:
-        assert [q["target"] for q in purge.queued(journal.conn)] == ["/work/app"]
+        assert [q["target"] for q in erase.queued(journal.conn)] == ["/work/app"]
     assert pg_state(pg_db_url)[1] == 2                         # still there: Postgres was down
     report = sync(pg_db_url)                                   # the next sync that reaches Postgres applies it
     assert report.purges == {"pushed": 1, "applied": 0}
     with Journal.open() as journal:
-        assert purge.queued(journal.conn) == []
+        assert erase.queued(journal.conn) == []
     assert pg_state(pg_db_url)[:2] == (["s-other"], 0)
 
 
@@ -194,13 +196,13 @@ def test_a_purge_reaches_every_machine_and_none_pushes_it_back(histories, pg_db_
         journal.import_files([transcript("s-secret", [f"late {SECRET} line"], "/work/app",
                                           folder=str(tmp_path / "b-projects"))])
     with Journal.open(a) as journal:
-        report = purge.purge(purge.Target.of(session="s-secret"), config.load({"database_url": pg_db_url}),
+        report = purge.purge(erase.Target.of(session="s-secret"), config.load({"database_url": pg_db_url}),
                              journal=journal)
     assert report.postgres == "purged"
     assert sync(pg_db_url, b).purges == {"pushed": 0, "applied": 1}     # B's own sync, nothing else
     assert pg_state(pg_db_url)[1] == 0
     with Journal.open(b) as journal:
-        assert journal.search(SECRET) == []
+        assert fulltext(journal, SECRET) == []
         assert sorted(r[0] for r in journal.conn.execute("SELECT id FROM sessions")) == ["s-keep"]
     assert SECRET.encode() not in open(b, "rb").read()
     with Journal.open(b) as journal, PgStore.open(pg_db_url) as store:    # seen: nothing to do any more
@@ -212,7 +214,7 @@ def test_a_tombstone_keeps_what_was_written_after_it(pg_db_url, tmp_path):
     with Journal.open(a) as journal:
         journal.import_files([transcript("s-1", ["old words"], "/p")])
     with Journal.open(a) as journal:
-        purge.purge(purge.Target.of(session="s-1"), config.load({"database_url": pg_db_url}), journal=journal)
+        purge.purge(erase.Target.of(session="s-1"), config.load({"database_url": pg_db_url}), journal=journal)
     with Journal.open(b) as journal, PgStore.open(pg_db_url) as store:
         journal.import_files([transcript("s-1", ["continued much later"], "/p", ts="2999-01-01T00:00:00.000Z",
                                          folder=str(tmp_path / "bp"))])

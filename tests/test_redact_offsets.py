@@ -15,7 +15,7 @@ import pytest
 from claude_chats import config, redact
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
-from claude_chats.search import Searcher
+from claude_chats.search.searcher import Searcher
 from claude_chats.sync.runner import run_sync
 from tests import lines
 from tests.fixtures_pg import HashEmbedder

@@ -10,7 +10,7 @@ from claude_chats import paths
 from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.mcp.server import create_server
-from claude_chats.search import open_searcher
+from claude_chats.stores import open_searcher
 from tests.test_search_support import write_corpus
 
 

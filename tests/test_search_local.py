@@ -3,8 +3,10 @@
 import pytest
 
 from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchError
-from claude_chats.localstore.search import LocalSearch, fts_match
-from claude_chats.search import LEG_WEIGHTS, Candidate, Searcher, cap_per_session, fuse
+from claude_chats.localstore.fts import fts_match
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.search.core import LEG_WEIGHTS, Candidate, cap_per_session, fuse
+from claude_chats.search.searcher import Searcher
 from tests.fixtures_pg import HashEmbedder
 from claude_chats.localstore import vectors
 from claude_chats.models import Chunk

@@ -10,8 +10,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from claude_chats.errors import PostgresUnavailable, SpaceMismatchError
 from claude_chats.localstore.search import LocalSearch
-from claude_chats.search import Plan, Request, Searcher, fuse
-from claude_chats.sync.pgsearch import PgLink, open_search
+from claude_chats.search.core import Plan, fuse
+from claude_chats.search.searcher import Request, Searcher
+from claude_chats.pgstore.search import PgLink, open_search
 from tests.fixtures_pg import HashEmbedder
 from tests.test_search_local import OtherEmbedder
 from tests.test_search_support import build_journal, sessions_of, sync_corpus

@@ -10,7 +10,7 @@ then hold the same messages and the same vectors.
 from claude_chats import config
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
-from claude_chats.search import Searcher
+from claude_chats.search.searcher import Searcher
 from claude_chats.sync.runner import run_sync
 from tests import lines
 
@@ -102,3 +102,11 @@ def searcher_opener(journal, provider_factory, remote=None):
 
 def sessions_of(result):
     return [h["session_id"] for h in result["hits"]]
+
+
+def fulltext(journal, query, **filters):
+    """Hits of an all-words full-text search of ``journal`` through the product's search path
+    (no neighbours, no cap per session): what a test asks when it looks for stored words."""
+    searcher = Searcher(LocalSearch(journal))
+    return searcher.search(query, mode="fulltext", match="all", neighbours=0, per_session=0, limit=100,
+                           max_chars=None, **filters)["hits"]

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from claude_chats.localstore.journal import Journal
-from claude_chats.sync.faults import ENV
-from claude_chats.sync.store import PgStore
+from claude_chats.faults import ENV
+from claude_chats.pgstore.store import PgStore
 from tests import lines
 from tests.fixtures_pg import HashEmbedder
 

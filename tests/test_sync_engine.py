@@ -10,7 +10,7 @@ from claude_chats.errors import SyncLocked
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync import lock
 from claude_chats.sync.runner import run_sync
-from claude_chats.sync.store import PgStore
+from claude_chats.pgstore.store import PgStore
 from tests import lines
 from tests.fixtures_pg import HashEmbedder
 

@@ -15,6 +15,7 @@ import pytest
 from claude_chats import transcript as t
 from claude_chats.localstore import writer
 from claude_chats.localstore.journal import Journal
+from tests.test_search_support import fulltext
 
 SESSION = "5f1c2a3b-0000-4000-8000-000000000001"
 OTHER = "5f1c2a3b-0000-4000-8000-000000000002"
@@ -333,8 +334,8 @@ def test_thinking_is_searched_only_when_asked(project, journal):
                  assistant("a1", [{"type": "thinking", "thinking": "Weigh the quokka option.", "signature": "s"}]),
                  assistant("a2", [text("A wombat.")]))
     journal.import_files([str(path)])
-    assert journal.search("quokka") == []
-    (hit,) = journal.search("quokka", kinds=[t.THINKING])
+    assert fulltext(journal, "quokka") == []
+    (hit,) = fulltext(journal, "quokka", kinds=[t.THINKING])
     assert hit["kind"] == "thinking"
 
 

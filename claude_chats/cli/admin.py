@@ -211,8 +211,8 @@ def redact_cmd(journal_, dry_run, yes, as_json):
         text = sys.stdin.read()
         click.echo(redact.redact(text), nl=False)
         return
+    from ..localstore.erase import redact_stored
     from ..localstore.journal import Journal
-    from ..localstore.writer import redact_stored
 
     with Journal.open() as journal:
         preview = redact_stored(journal.conn, redact.redact, dry_run=True)

@@ -50,7 +50,7 @@ def eval_cmd(queries, modes, store, models, save_misses, as_json):
 
 def _searcher(store):
     from .. import config
-    from ..search import Searcher, open_searcher
+    from ..stores import open_searcher
 
     settings = config.load()
     if store == "local":
@@ -58,12 +58,7 @@ def _searcher(store):
     if not settings.database_url:
         raise click.ClickException("no Postgres configured (set database_url with `chats config set`, "
                                    "or DATABASE_URL); use --store local")
-    from ..models import embedder
-    from ..sync.pgsearch import PgLink
-
-    remote = PgLink(settings.database_url, settings.allow_insecure_remote, wait=10.0)
-    remote.start()
-    return Searcher(None, remote, lambda: embedder(settings))
+    return open_searcher(settings, use_journal=False, wait=10.0)
 
 
 def _bakeoff(loaded, models, modes, save_misses, as_json):

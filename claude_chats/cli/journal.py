@@ -26,8 +26,10 @@ def import_cmd(sources, as_json):
     $CLAUDE_CONFIG_DIR/projects). Safe to re-run: each file resumes where it
     stopped and nothing is stored twice.
     """
+    from .. import config
     from ..localstore.journal import discover
 
+    redact = config.journal_redactor()   # the journal_redact setting: store redacted text
     roots = sources or [paths.claude_projects_dir()]
     if not sources and not os.path.isdir(roots[0]):
         raise click.ClickException(f"no transcripts folder at {roots[0]} (pass a folder or file to import)")
@@ -35,9 +37,9 @@ def import_cmd(sources, as_json):
     started = time.perf_counter()
     with _journal() as journal:
         if is_tty() and not as_json:
-            stats = _import_with_progress(journal, files)
+            stats = _import_with_progress(journal, files, redact)
         else:
-            stats = journal.import_files(files)
+            stats = journal.import_files(files, redact=redact)
     summary = stats.as_dict()
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary["mb_per_second"] = round(summary["bytes"] / 1e6 / max(summary["seconds"], 1e-9), 1)
@@ -54,14 +56,14 @@ def import_cmd(sources, as_json):
         click.echo(f"  error: {error}", err=True)
 
 
-def _import_with_progress(journal, files):
+def _import_with_progress(journal, files, redact):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     sizes = {f: _size(f) for f in files}
     columns = (TextColumn("importing"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task("import", total=sum(sizes.values()))
-        return journal.import_files(files, on_file=lambda f: progress.advance(task, sizes[f]))
+        return journal.import_files(files, on_file=lambda f: progress.advance(task, sizes[f]), redact=redact)
 
 
 def _size(path):
@@ -90,7 +92,7 @@ def _size(path):
 def search_cmd(query, mode, limit, project, session_id, role, since, until, no_subagents, kinds, per_session,
                local, as_json):
     """Search the conversations: Postgres when configured, else (or when unreachable) the local journal."""
-    from ..search import open_searcher
+    from ..stores import open_searcher
 
     searcher = open_searcher(use_postgres=not local, wait=3.0)
     try:

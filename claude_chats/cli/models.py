@@ -18,12 +18,7 @@ def list_cmd(as_json):
     from ..models import inventory
 
     settings = config.load()
-    conn = inventory.open_journal()
-    try:
-        spaces = inventory.stored_spaces(conn)
-    finally:
-        if conn is not None:
-            conn.close()
+    spaces = [row[:4] for row in _stored_spaces()]
     providers = inventory.providers()
     configured = {"provider": settings.provider, "model": settings.model, "dimensions": settings.dimensions}
     if as_json:
@@ -47,16 +42,13 @@ def list_cmd(as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def check_cmd(as_json):
     """Re-embed the canary with the configured model and compare it with each stored space."""
+    from .. import config
     from ..models import embedder, inventory
 
-    conn = inventory.open_journal()
-    try:
-        with embedder() as provider:
-            results = inventory.check_spaces(conn, provider)
-            configured = provider.space
-    finally:
-        if conn is not None:
-            conn.close()
+    stored = _stored_spaces()
+    with embedder(config.load()) as provider:
+        results = inventory.check_spaces(stored, provider)
+        configured = provider.space
     if as_json:
         emit_json({"configured": configured.key, "spaces": [
             {"key": s.key, "vectors": v, "status": st, "detail": d} for s, v, st, d in results]})
@@ -94,6 +86,23 @@ def convert_cmd(source, out, outtype):
 
     convert(source, out, outtype=outtype)
     click.echo(f"wrote {out}: use it with CLAUDE_CHATS_MODEL={click.format_filename(out)}")
+
+
+def _stored_spaces():
+    """The journal's spaces (``localstore.vectors.stored_spaces``); none when there is no journal yet."""
+    import os
+
+    from .. import paths
+    from ..localstore import db, vectors
+
+    path = paths.journal_path()
+    if not os.path.exists(path):
+        return []
+    conn = db.connect(path, readonly=True)
+    try:
+        return vectors.stored_spaces(conn)
+    finally:
+        conn.close()
 
 
 def register(group):

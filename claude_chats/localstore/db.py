@@ -71,6 +71,21 @@ def migrate(conn):
             conn.execute(f"PRAGMA user_version = {index + 1}")
 
 
+def get_state(conn, key):
+    """A value of the ``state`` table (small facts for ``chats status``), or None."""
+    rows = conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def set_state(conn, key, value):
+    conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
+
+
+def has_pending(conn):
+    """Whether any message waits for sync."""
+    return bool(conn.execute("SELECT 1 FROM messages WHERE synced = 0 LIMIT 1").fetchall())
+
+
 class Immediate:
     """``with Immediate(conn):`` runs the block in a BEGIN IMMEDIATE transaction.
 

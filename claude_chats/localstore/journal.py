@@ -9,10 +9,8 @@ import os
 
 from .. import paths, transcript
 from ..errors import SessionNotFound
-from . import db, fts, writer
-
-NEIGHBOUR_CHARS = 300
-CONTEXT_KINDS = tuple(k for k in transcript.KINDS if k != transcript.THINKING)
+from ..search.core import NEIGHBOUR_READ, shorten
+from . import db, writer
 
 
 class Journal:
@@ -35,9 +33,10 @@ class Journal:
 
     # -- writing -----------------------------------------------------------
 
-    def import_files(self, files, on_file=None):
-        """Ingest each transcript file from its cursor; errors are counted, not raised."""
-        stats = writer.IngestStats()
+    def import_files(self, files, on_file=None, redact=None):
+        """Ingest each transcript file from its cursor; errors are counted, not raised.
+        ``redact``: text -> text applied to what is stored (the ``journal_redact`` setting)."""
+        stats = writer.IngestStats(redact=redact)
         machine = writer.machine_name()
         for path in files:
             try:
@@ -90,40 +89,18 @@ class Journal:
         sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages {_where(where)} ORDER BY seq"
         return _dicts(self.conn.execute(sql, args))
 
-    def search(self, query, limit=10, project=None, kinds=None, context=2):
-        """Full-text search (FTS5, bm25). Any text is searched as text, never as syntax."""
-        kinds = tuple(kinds or transcript.DEFAULT_KINDS)
-        hits = []
-        for match in fts.queries(query):
-            hits = self._fts(match, limit, project, kinds)
-            if hits:
-                break
-        for hit in hits:
-            hit["context"] = self.neighbours(hit["session_id"], hit["seq"], context) if context else []
-        return hits
-
-    def _fts(self, match, limit, project, kinds):
-        where, args = _project_filter(project, "s.project_path")
-        where.insert(0, f"m.kind IN ({','.join('?' * len(kinds))})")
-        args[:0] = kinds
-        sql = f"""
-            SELECT m.id AS rowid, m.session_id, m.seq, m.role, m.kind, m.created_at, m.uuid,
-                   s.project_path, s.git_branch, coalesce(s.name, s.agent_name, s.summary, s.slug) AS session_name,
-                   snippet(messages_fts, 0, '«', '»', '…', 24) AS snippet,
-                   bm25(messages_fts) AS score, m.content
-            FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-                              JOIN sessions s ON s.id = m.session_id
-            WHERE messages_fts MATCH ? {"AND " + " AND ".join(where) if where else ""}
-            ORDER BY bm25(messages_fts) LIMIT ?"""
-        return _dicts(self.conn.execute(sql, (match, *args, limit)))
-
     def neighbours(self, session_id, seq, span=2):
         rows = self.conn.execute(
-            f"SELECT seq, role, kind, substr(content, 1, {NEIGHBOUR_CHARS + 1}) FROM messages "
+            f"SELECT seq, role, kind, substr(content, 1, {NEIGHBOUR_READ + 1}) FROM messages "
             f"WHERE session_id = ? AND seq BETWEEN ? AND ? AND seq != ? "
-            f"AND kind IN ({','.join('?' * len(CONTEXT_KINDS))}) ORDER BY seq",
-            (session_id, seq - span, seq + span, seq, *CONTEXT_KINDS)).fetchall()
-        return [{"seq": s, "role": r, "kind": k, "text": _shorten(t)} for s, r, k, t in rows]
+            f"AND kind IN ({','.join('?' * len(transcript.CONVERSATION_KINDS))}) ORDER BY seq",
+            (session_id, seq - span, seq + span, seq, *transcript.CONVERSATION_KINDS)).fetchall()
+        return [{"seq": s, "role": r, "kind": k, "text": shorten(t, NEIGHBOUR_READ)} for s, r, k, t in rows]
+
+    def in_session_order(self):
+        """(id, session_id, role, kind, created_at, content) of every message, session by session."""
+        return self.conn.execute("SELECT id, session_id, role, kind, created_at, content FROM messages "
+                                 "ORDER BY session_id, seq").fetchall()
 
     # -- sync support --------------------------------------------------------
 
@@ -138,11 +115,10 @@ class Journal:
             self.conn.executemany("UPDATE messages SET synced = 1 WHERE id = ?", [(i,) for i in ids])
 
     def state(self, key):
-        row = self._one("SELECT value FROM state WHERE key = ?", (key,))
-        return row[0] if row else None
+        return db.get_state(self.conn, key)
 
     def set_state(self, key, value):
-        self.conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
+        db.set_state(self.conn, key, value)
 
 
 _SESSION_COLUMNS = """s.id AS session_id, coalesce(s.name, s.agent_name, s.summary, s.slug) AS name,
@@ -170,11 +146,6 @@ def _project_filter(project, column):
     project = project.rstrip("/") or "/"
     prefix = project if project.endswith("/") else project + "/"
     return [f"({column} = ? OR substr({column}, 1, ?) = ?)"], [project, len(prefix), prefix]
-
-
-def _shorten(text, limit=NEIGHBOUR_CHARS):
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def discover(roots):

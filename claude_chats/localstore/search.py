@@ -1,7 +1,7 @@
 """The journal's side of search: an FTS5 (bm25) leg and a sqlite-vec leg.
 
 ``LocalSearch(journal)`` is the searcher's ``local`` backend (see
-``claude_chats.search.Backend``). Each leg is one query; ``search.fuse``
+``claude_chats.search.core.Backend``). Each leg is one query; ``search.fuse``
 combines them with Reciprocal Rank Fusion, exactly as Postgres does in SQL.
 
 Full text: the query is read like Postgres' ``websearch_to_tsquery``
@@ -23,9 +23,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..search import (FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, NEIGHBOUR_WEIGHT, STOPWORDS, Candidate, any_words,
-                      fuse, iso, selective)
-from . import fts
+from ..search.core import (
+    FULLTEXT_POOL,
+    MATCH_ROWS,
+    NEIGHBOUR_SPAN,
+    NEIGHBOUR_WEIGHT,
+    Candidate,
+    any_words,
+    fuse,
+    selective,
+)
+from ..times import iso
+from . import fts, vectors
+from .fts import fts_match
 from .journal import Journal
 
 KNN_MAX = 4096          # sqlite-vec's limit on k
@@ -33,41 +43,6 @@ INDEX_MIN_CHUNKS = 20_000   # from this many chunks in a space, KNN runs in memo
 OVERSAMPLE = 10
 _VEC_COLUMN = re.compile(r"(\w+)\s+float\[(\d+)\]", re.IGNORECASE)
 _METRIC = re.compile(r"distance_metric\s*=\s*(\w+)", re.IGNORECASE)
-_TOKEN = re.compile(r'(-?)"([^"]*)"?|(-?)([^\s"]+)')
-
-
-def fts_match(text, match="all"):
-    """An FTS5 MATCH expression for typed ``text`` (None when it has no word to look for)."""
-    if match == "any":
-        return " OR ".join(fts.quote(w) for w in any_words(text)) or None
-    groups, negatives, joined = [], [], False
-    for neg_q, phrase, neg_w, word in _TOKEN.findall(text or ""):
-        raw = phrase or word
-        if not phrase and raw.lower() == "or":
-            joined = bool(groups)
-            continue
-        words = fts.terms(raw)
-        if not words:
-            continue
-        term = fts.quote(" ".join(words))
-        if neg_q or neg_w:
-            negatives.append(term)
-        elif joined:
-            groups[-1].append(term)
-        else:
-            groups.append([term])
-        joined = False
-    groups = _drop_stopwords(groups)
-    if not groups:
-        return None
-    expression = " AND ".join(g[0] if len(g) == 1 else "(" + " OR ".join(g) + ")" for g in groups)
-    return "".join([f"({expression})" if negatives else expression] + [f" NOT {n}" for n in negatives])
-
-
-def _drop_stopwords(groups):
-    """Single stopwords go (as in Postgres' english config), unless nothing else is left."""
-    kept = [g for g in groups if len(g) > 1 or g[0][1:-1].lower() not in STOPWORDS]
-    return kept or groups
 
 
 class SpaceVectors:
@@ -373,8 +348,6 @@ class LocalSearch:
 
     def _load_vec(self):
         if not self._vec_loaded:
-            from . import vectors
-
             vectors.load_extension(self.conn)
             self._vec_loaded = True
 
@@ -469,4 +442,4 @@ def _filters(filters):
     return " AND ".join(where), args
 
 
-__all__ = ["LocalSearch", "fts_match", "with_neighbours"]
+__all__ = ["LocalSearch", "with_neighbours"]

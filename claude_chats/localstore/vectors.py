@@ -174,6 +174,15 @@ def count_vectors(conn):
     return [(space_id, space, *counts.get(space_id, (0, 0))) for space_id, space, _ in list_spaces(conn)]
 
 
+def stored_spaces(conn):
+    """``[(space_id, Space, vectors, messages, canary or None)]`` for every space (``conn`` may be None)."""
+    if conn is None:
+        return []
+    canaries = {space_id: canary for space_id, _, canary in list_spaces(conn)}
+    return [(space_id, space, count, messages, canaries[space_id])
+            for space_id, space, count, messages in count_vectors(conn)]
+
+
 def check_space(conn, provider):
     """Id of the space ``provider`` reads, after checking its canary; None if the journal has no vectors.
 

@@ -1,50 +1,47 @@
 """The journal's write path: transcript bytes after the saved cursor -> rows.
 
 Used by the hook (every turn) and by ``chats import`` (backfill). Stdlib + apsw
-+ the parser only (plus ``redact`` when the ``journal_redact`` setting is on:
-then message text, session names and summaries are stored redacted). Each
-chunk is written in one BEGIN IMMEDIATE transaction that also moves the file's
-cursor, so a crash anywhere leaves either the old cursor and no rows, or the
-new cursor and all rows; re-reads are harmless because the message uuid is the
-identity. ``redact_stored`` rewrites what is already stored (``chats redact
---journal``).
++ the parser only: the caller passes the redaction to apply, if any (the
+``journal_redact`` setting: then message text, session names and summaries are
+stored redacted). Each chunk is written in one BEGIN IMMEDIATE transaction that
+also moves the file's cursor, so a crash anywhere leaves either the old cursor
+and no rows, or the new cursor and all rows; re-reads are harmless because the
+message uuid is the identity. ``erase.redact_stored`` rewrites what is already
+stored (``chats redact --journal``).
 """
 
 import os
 import stat
-import time
 
-from .. import paths, transcript
+from .. import transcript
+from ..times import now_iso
 from .db import Immediate
 
 CHUNK_BYTES = 8 << 20   # import reads big files in pieces so the write lock is held briefly
 
 
-JOURNAL_REDACT_KEY = "journal_redact"
-JOURNAL_REDACT_ENV = "CLAUDE_CHATS_JOURNAL_REDACT"
-
-
 class IngestStats:
     """Counts of one ingest run, and what every transaction of the run shares.
 
-    ``redact``: text -> text applied to what is stored (``None``: the original;
-    unset: the ``journal_redact`` setting, resolved on first use).
+    ``redact``: text -> text applied to what is stored (``None``: the original), or
+    ``resolve_redact()`` giving it, called once when something is first stored
+    (the hook reads the setting only on turns that store).
     ``before_commit(conn, stats)``: run inside each write transaction, last
     (the hook records its ``last_hook`` state there instead of in one more
     transaction).
     """
 
     __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors", "commits",
-                 "redact", "before_commit")
+                 "redact", "resolve_redact", "before_commit")
 
-    def __init__(self, redact=..., before_commit=None):
+    def __init__(self, redact=None, resolve_redact=None, before_commit=None):
         self.files = self.bytes = self.messages = self.duplicates = self.commits = 0
         self.skipped, self.sessions, self.errors = {}, set(), []
-        self.redact, self.before_commit = redact, before_commit
+        self.redact, self.resolve_redact, self.before_commit = redact, resolve_redact, before_commit
 
     def redactor(self):
-        if self.redact is ...:
-            self.redact = journal_redactor()
+        if self.resolve_redact is not None:
+            self.redact, self.resolve_redact = self.resolve_redact(), None
         return self.redact
 
     def add_skips(self, skipped):
@@ -56,36 +53,6 @@ class IngestStats:
                 "messages": self.messages, "duplicates": self.duplicates,
                 "skipped": sum(self.skipped.values()), "skipped_by_reason": dict(sorted(self.skipped.items())),
                 "errors": list(self.errors)}
-
-
-def now_iso():
-    """UTC now, ISO-8601 with milliseconds (a rename and a push in the same second stay ordered)."""
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
-
-
-def journal_redactor():
-    """``redact.redact`` when the ``journal_redact`` setting is on, else None.
-
-    The hook resolves this on every turn that stores something, so the off case
-    stays cheap: an environment lookup and a read of the small config file;
-    ``config`` (tomllib) is imported only when the file names the setting, and
-    ``redact`` only when it is on. A malformed value is a ``ConfigError``
-    (nothing is stored until it is fixed, rather than stored unredacted).
-    """
-    if not os.environ.get(JOURNAL_REDACT_ENV, "").strip():
-        try:
-            with open(paths.config_path(), "rb") as fh:
-                if JOURNAL_REDACT_KEY.encode() not in fh.read():
-                    return None
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-    from .. import config
-
-    if not config.load().journal_redact:
-        return None
-    from ..redact import redact
-    return redact
 
 
 def machine_name():
@@ -294,77 +261,3 @@ def ingest_session(conn, transcript_path, stats=None, machine=None):
     for path in subagent_files(transcript_path):
         ingest_file(conn, path, stats, machine)
     return stats
-
-
-# -- redacting what is already stored ------------------------------------------------
-
-REWRITE_BATCH = 500
-
-
-def redact_stored(conn, clean, dry_run=False):
-    """Rewrite the journal's stored text through ``clean`` (``redact.redact``): ``chats redact --journal``.
-
-    Message content (FTS5 follows through the update trigger), session names,
-    agent names and summaries, and summaries waiting for their leaf. A rewritten
-    message loses its vectors (embedded from the old text) and is pending again,
-    so the next sync embeds the redacted text; Postgres keeps the copy it has
-    (pushed redacted when ``redact`` is on). Then, as ``chats purge`` does, the
-    FTS index is merged and the file vacuumed with ``secure_delete`` and its WAL
-    checkpointed, so the old text is left in no old index segment, free page or
-    WAL frame. Returns ``{"messages", "sessions", "vectors", "scrubbed"}``.
-    """
-    counts = {"messages": 0, "sessions": 0, "vectors": 0, "scrubbed": False}
-    if not dry_run:
-        conn.execute("PRAGMA secure_delete = ON")
-    after = 0
-    while True:
-        rows = conn.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
-                            (after, REWRITE_BATCH)).fetchall()
-        if not rows:
-            break
-        after = rows[-1][0]
-        changed = [(new, mid, text) for mid, text in rows for new in (clean(text),) if new != text]
-        counts["messages"] += len(changed)
-        if changed and not dry_run:
-            counts["vectors"] += _rewrite_messages(conn, changed)
-    counts["sessions"] = _rewrite_sessions(conn, clean, dry_run)
-    if not dry_run and (counts["messages"] or counts["sessions"]):
-        from ..purge import scrub
-
-        counts["scrubbed"] = scrub(conn)
-    return counts
-
-
-def _rewrite_messages(conn, changed):
-    """One transaction: new content (unless it changed meanwhile), vectors dropped, pending again."""
-    ids = [mid for _, mid, _ in changed]
-    marks = ",".join("?" * len(ids))
-    with Immediate(conn):
-        vectors = conn.execute(f"SELECT count(*) FROM chunks WHERE message_id IN ({marks})", ids).fetchall()[0][0]
-        if vectors:
-            from . import vectors as vec
-
-            vec.load_extension(conn)
-            conn.execute(f"DELETE FROM chunks WHERE message_id IN ({marks})", ids)
-        conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND content = ?", changed)
-    return vectors
-
-
-def _rewrite_sessions(conn, clean, dry_run):
-    count = 0
-    stamp = now_iso()
-    with Immediate(conn):
-        for sid, *names in conn.execute("SELECT id, name, agent_name, summary FROM sessions").fetchall():
-            new = [clean(n) if n else n for n in names]
-            if new != names:
-                count += 1
-                if not dry_run:
-                    conn.execute("UPDATE sessions SET name = ?, agent_name = ?, summary = ?, updated_at = ? "
-                                 "WHERE id = ?", (*new, stamp, sid))
-        for file_id, leaf, summary in conn.execute(
-                "SELECT file_id, leaf_uuid, summary FROM pending_summaries").fetchall():
-            new = clean(summary)
-            if new != summary and not dry_run:
-                conn.execute("UPDATE pending_summaries SET summary = ? WHERE file_id = ? AND leaf_uuid = ?",
-                             (new, file_id, leaf))
-    return count

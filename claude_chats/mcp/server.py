@@ -1,7 +1,7 @@
 """The ``conversation-memory`` MCP server: search, read and list past Claude Code conversations.
 
 ``create_server(open_searcher=None)`` builds the FastMCP server. Its lifespan
-opens the stores once (``search.open_searcher``: the journal, and Postgres in
+opens the stores once (``stores.open_searcher``: the journal, and Postgres in
 the background when configured) and every tool call goes through that one
 ``Searcher``, which answers from the journal whenever Postgres is out of reach
 and goes back to Postgres when it returns. Library errors become
@@ -17,8 +17,9 @@ from fastmcp.server.lifespan import lifespan
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import search
+from .. import transcript
 from ..errors import ClaudeChatsError
+from ..search.core import MAX_CHARS
 
 NAME = "conversation-memory"
 
@@ -44,8 +45,7 @@ When nothing is found: try other words or the other mode, drop filters, or list_
 `notes` says when a store or a leg was skipped and why (e.g. Postgres unreachable: answered from
 the local journal; no vectors yet: full text only)."""
 
-Kind = Literal["text", "tool_use", "tool_result", "thinking", "compact_summary", "compact_boundary", "command",
-               "meta", "interrupt"]
+Kind = Literal[transcript.KINDS]
 OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
@@ -57,7 +57,7 @@ def create_server(open_searcher=None):
 
     @lifespan
     async def stores(server):
-        searcher = Opening(open_searcher or search.open_searcher)
+        searcher = Opening(open_searcher or _open_stores)
         try:
             yield {"searcher": searcher}
         finally:
@@ -82,7 +82,7 @@ def create_server(open_searcher=None):
         kinds: Annotated[list[Kind] | None, Field(
             description="Message kinds (default: text, tool_use, tool_result, compact_summary).")] = None,
         max_chars: Annotated[int, Field(ge=1000, le=100_000,
-                                        description="Size budget of the whole result.")] = search.MAX_CHARS,
+                                        description="Size budget of the whole result.")] = MAX_CHARS,
     ) -> dict:
         return _call(ctx, lambda s: s.search(
             query, limit=limit, mode=mode, project_path=project_path, session_id=session_id, role=role,
@@ -164,6 +164,14 @@ class Opening:
         self._thread.join()
         if self._searcher is not None:
             self._searcher.close()
+
+
+def _open_stores():
+    # imported here, in the opening thread: the stores' imports (numpy, psycopg, apsw) must not
+    # delay the answers to initialize and tools/list
+    from ..stores import open_searcher
+
+    return open_searcher()
 
 
 def _call(ctx, action):

@@ -2,16 +2,18 @@
 
 Public API::
 
-    get_provider(settings=None, /, **overrides) -> EmbeddingProvider
-        ``settings`` is a ``config.Settings``, a provider name ("llama",
-        "ollama", "bedrock", "openai") or None (``config.load()``). Overrides
-        are constructor arguments of the provider class (``model``,
+    get_provider(settings, /, **overrides) -> EmbeddingProvider
+        ``settings`` is a ``config.Settings`` (the caller resolves it: this
+        package reads no configuration), or a provider name ("llama",
+        "ollama", "bedrock", "openai"), then built from ``overrides`` alone.
+        Overrides are constructor arguments of the provider class (``model``,
         ``dimensions``, ``threads``, ``base_url``, ``client``...) and win over
         the settings.
-    embedder(settings=None, /, **overrides) -> the provider as sync and search use
+    embedder(settings, /, **overrides) -> the provider as sync and search use
         it: ``get_provider``'s, embedding messages with the configured text
         (``embed_text``, see ``recipe``), whose space says so.
-    provider_class(name) -> type;  register(name, "module:Class");  PROVIDERS
+    provider_class(name) -> type;  register(name, "module:Class");  PROVIDERS;
+    check_provider_name(name): ConfigError naming the choices
     EmbeddingProvider: embed_documents(texts) -> float32 (n, dim) L2-normalised,
         embed_query(text) -> (dim,); attributes name, model_id, dimensions,
         max_input_tokens, max_input_chars, batch_size; ``space`` -> Space
@@ -25,8 +27,10 @@ openai, httpx) only when constructed, with an install hint when missing.
 """
 
 import importlib
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..hosts import is_local_host
 from .base import DOCUMENT, QUERY, EmbeddingProvider, Space, normalize, require
 from .chunking import Chunk, chunk_text, embed_texts
 from .recipe import RecipeProvider, recipe_of, with_text
@@ -42,7 +46,7 @@ PROVIDERS = {
 __all__ = [
     "CANARY_TEXT", "DOCUMENT", "PROVIDERS", "QUERY", "Chunk", "EmbeddingProvider", "Space",
     "RecipeProvider", "canary_vector", "check_canary", "chunk_text", "cosine", "embed_texts", "embedder",
-    "get_provider", "is_remote", "normalize", "provider_class", "recipe_of", "register", "require", "with_text",
+    "check_provider_name", "get_provider", "is_remote", "normalize", "provider_class", "recipe_of", "register", "require", "with_text",
 ]
 
 
@@ -51,39 +55,34 @@ def register(name, target):
     PROVIDERS[name] = target
 
 
+def check_provider_name(name):
+    """ConfigError naming the registered providers when ``name`` is not one of them."""
+    if name not in PROVIDERS:
+        raise ConfigError(f"unknown embedding provider {name!r}; choose one of: "
+                          f"{', '.join(sorted(PROVIDERS))}")
+
+
 def provider_class(name):
     """The provider class registered under ``name`` (imports its module)."""
-    try:
-        target = PROVIDERS[name]
-    except KeyError:
-        raise ConfigError(f"unknown embedding provider {name!r}; choose one of: "
-                          f"{', '.join(sorted(PROVIDERS))}") from None
+    check_provider_name(name)
+    target = PROVIDERS[name]
     if isinstance(target, str):
         module, _, attr = target.partition(":")
         target = getattr(importlib.import_module(module), attr)
     return target
 
 
-def get_provider(settings=None, /, **overrides):
-    """The configured provider, constructed (see the module docstring)."""
-    name, settings = _resolve(settings)
-    return provider_class(name).from_settings(settings, **overrides)
+def get_provider(settings, /, **overrides):
+    """The provider of ``settings``, constructed (see the module docstring)."""
+    if isinstance(settings, str):
+        return provider_class(settings)(**overrides)
+    return provider_class(settings.provider).from_settings(settings, **overrides)
 
 
-def embedder(settings=None, /, **overrides):
-    """The configured provider with the configured embedding text: what sync embeds
+def embedder(settings, /, **overrides):
+    """The provider of ``settings`` with their embedding text (``embed_text``): what sync embeds
     messages with and what search checks the stored space against."""
-    name, resolved = _resolve(settings)
-    return with_text(provider_class(name).from_settings(resolved, **overrides), resolved)
-
-
-def _resolve(settings):
-    if settings is None or isinstance(settings, str):
-        from .. import config
-
-        loaded = config.load()
-        return settings or loaded.provider, loaded
-    return settings.provider, settings
+    return with_text(get_provider(settings, **overrides), settings)
 
 
 def is_remote(provider):
@@ -94,8 +93,4 @@ def is_remote(provider):
     base_url = getattr(provider, "base_url", None)
     if not base_url:
         return False
-    from urllib.parse import urlsplit
-
-    from ..sync import dburl
-
-    return not dburl.is_local_host(urlsplit(str(base_url)).hostname or "")
+    return not is_local_host(urlsplit(str(base_url)).hostname or "")

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ProviderError, ProviderUnavailable
+from ..redact import redact
+from .chunking import DOCUMENT, QUERY, chunk_text
 
-DOCUMENT, QUERY = "document", "query"
 # Seconds one request to a network provider may take (the ``embed_timeout``
 # setting). A request that runs out of it is not retried: a search falls back
 # to full text and a sync leaves its messages pending, instead of waiting on.
@@ -133,8 +134,6 @@ class EmbeddingProvider:
         """
         if self.fits(text, QUERY):
             return self._embed([text], QUERY)[0]
-        from .chunking import chunk_text
-
         pieces = [piece for _, _, piece in chunk_text(text, self, kind=QUERY)] or [text]
         return normalize(self._embed(pieces, QUERY).mean(axis=0))
 
@@ -145,7 +144,6 @@ class EmbeddingProvider:
             parts = [self.embed_batch(batch, kind) for batch in self._batches(texts)]
         except ProviderError as exc:
             # An API may echo the request, key included, in its error: never pass a secret on.
-            from ..redact import redact
             raise type(exc)(redact(str(exc))) from None
         vectors = np.concatenate([np.asarray(p, dtype=np.float32).reshape(len(p), -1) for p in parts])
         if vectors.shape != (len(texts), self.dimensions):

@@ -8,7 +8,8 @@ budget elsewhere) and shrinks it until it does. Boundaries prefer whitespace.
 from collections import namedtuple
 
 from ..errors import ProviderError
-from .base import DOCUMENT
+
+DOCUMENT, QUERY = "document", "query"   # what a text is embedded as (some models prefix each differently)
 
 OVERLAP = 0.1     # fraction of a chunk repeated at the start of the next one
 SHRINK = 0.8      # a chunk that does not fit is retried at this fraction of its size

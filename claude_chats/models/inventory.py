@@ -1,13 +1,17 @@
-"""What ``chats models list|check|pull`` report: providers, stored spaces, canary checks, downloads."""
+"""What ``chats models list|check|pull`` report: providers, canary checks of stored spaces, downloads.
+
+The stored spaces come from the caller (the journal's, ``localstore.vectors.stored_spaces``):
+this package reads no store.
+"""
 
 import importlib.util
 import os
 import shutil
 
-from .. import paths
 from ..errors import ProviderUnavailable, SpaceMismatchError
 from . import PROVIDERS, ollama_store, provider_class
 from .base import require
+from .llama import pulled_model_path
 from .recipe import same_model
 from .spaces import check_canary
 
@@ -32,43 +36,22 @@ def providers():
     return out
 
 
-def open_journal(path=None):
-    """A read-only connection to the journal, or None when there is none yet."""
-    from ..localstore import db
-
-    path = path or paths.journal_path()
-    return db.connect(path, readonly=True) if os.path.exists(path) else None
-
-
-def stored_spaces(conn):
-    """``[(space_id, Space, vectors, messages)]`` of the journal (``conn`` may be None)."""
-    if conn is None:
-        return []
-    from ..localstore import vectors
-
-    return vectors.count_vectors(conn)
-
-
-def check_spaces(conn, provider):
+def check_spaces(stored, provider):
     """Canary check of ``provider`` against every stored space: ``[(Space, vectors, status, detail)]``.
 
-    status is ``ok``, ``mismatch`` (the configured space, canary not reproduced)
-    or ``other`` (vectors of another model, not searchable with this one).
+    ``stored``: ``[(space_id, Space, vectors, messages, canary)]``. status is ``ok``,
+    ``mismatch`` (the configured space, canary not reproduced) or ``other``
+    (vectors of another model, not searchable with this one).
     """
-    if conn is None:
-        return []
-    from ..localstore import vectors
-
-    canaries = {space_id: canary for space_id, _, canary in vectors.list_spaces(conn)}
     results = []
-    for space_id, space, count, _ in vectors.count_vectors(conn):
+    for _space_id, space, count, _messages, canary in stored:
         if space.key != provider.space.key:
             results.append((space, count, "other", "the configured model's with another embedded text (embed_text): "
                             "not searched, kept until removed" if same_model(space, provider.space)
                             else "vectors of another model: not searchable with the configured one"))
             continue
         try:
-            score = check_canary(space, canaries[space_id], provider)
+            score = check_canary(space, canary, provider)
             results.append((space, count, "ok", "no canary stored" if score is None else f"canary cosine {score:.4f}"))
         except SpaceMismatchError as exc:
             results.append((space, count, "mismatch", str(exc)))
@@ -82,8 +65,6 @@ def pull(name, ollama_dir=None):
     is downloaded from Hugging Face (``owner/repo`` or ``owner/repo/file.gguf``,
     or the repo known for an Ollama name) into the pulled-models folder.
     """
-    from .llama import pulled_model_path
-
     found = ollama_store.resolve(name, ollama_dir)
     if found:
         return found, "in the Ollama store"

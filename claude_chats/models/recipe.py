@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import ConfigError
+from .base import Space
+from .chunking import Chunk, chunk_text, embed_texts
 
 LABELS = {"user": "user", "assistant": "assistant", "system": "system"}
 PREVIOUS_CHARS = 300       # this much of the previous text message goes first
@@ -104,8 +106,6 @@ def embed_messages(provider, messages, labels=None, recipe=HEADER):
     """Per message (dicts with ``content``, ``role``, ``created_at``, optionally ``previous``: a dict
     with ``role`` and ``content``), its ``[models.Chunk]``: the content's chunks (spans in content
     coordinates), each embedded after the message's ``prefix``. ``recipe`` None: the bare content."""
-    from .chunking import Chunk, chunk_text, embed_texts
-
     if recipe is None:
         return embed_texts(provider, [m["content"] or "" for m in messages])
     spans, texts = [], []
@@ -132,8 +132,6 @@ class RecipeProvider:
 
     @property
     def space(self):
-        from .base import Space
-
         base = self.provider.space
         return Space(base.provider, base.model, base.dimensions, {**base.options, "text": self.recipe.name})
 
@@ -166,35 +164,3 @@ def with_previous(rows):
             last[session] = message
         out.append(message)
     return out
-
-
-_PREVIOUS_SQL = """
-SELECT m.id, p.id, p.role, p.content FROM json_each(?) j
-JOIN messages m ON m.id = j.value
-JOIN messages p ON p.id = (SELECT q.id FROM messages q WHERE q.session_id = m.session_id
-                           AND q.seq < m.seq AND q.kind = 'text' ORDER BY q.seq DESC LIMIT 1)"""
-
-
-def previous_messages(conn, message_ids):
-    """``{message id: (previous id, role, content)}``: each message's session's last text message
-    before it in the journal (``conn``, apsw), wherever it is; messages without one are left out."""
-    import json
-
-    rows = conn.execute(_PREVIOUS_SQL, (json.dumps([int(i) for i in message_ids]),)).fetchall()
-    return {m: (p, role, content) for m, p, role, content in rows}
-
-
-def index_journal(journal, provider, labels=None, recipe=HEADER, batch=256):
-    """Embed every message of ``journal`` with the recipe's text into the recipe's space; returns its id."""
-    from ..localstore import vectors
-    from .spaces import canary_vector
-
-    space_id = vectors.ensure_space(journal.conn, RecipeProvider(provider, recipe).space, canary_vector(provider))
-    messages = with_previous(journal.conn.execute(
-        "SELECT id, session_id, role, kind, created_at, content FROM messages ORDER BY session_id, seq"))
-    for start in range(0, len(messages), batch):
-        part = messages[start:start + batch]
-        with journal.conn:
-            for message, chunks in zip(part, embed_messages(provider, part, labels, recipe)):
-                vectors.write_message_vectors(journal.conn, space_id, message["id"], chunks)
-    return space_id

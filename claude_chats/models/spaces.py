@@ -7,9 +7,13 @@ semantic search is refused with an error naming both models, rather than
 returning near-zero scores that look like "no results".
 """
 
+import json
+import re
+
 import numpy as np
 
 from ..errors import SpaceMismatchError
+from .base import Space
 
 CANARY_TEXT = "claude-chats canary: a recorded conversation about fixing a flaky database migration test."
 CANARY_MIN_COSINE = 0.99
@@ -66,11 +70,6 @@ def mismatch_error(stored_spaces, configured, detail=None):
 
 def space_of_key(key):
     """The ``Space`` of a stored key ("provider/model/dimensions/options"); None when it is not one."""
-    import json
-    import re
-
-    from .base import Space
-
     match = re.fullmatch(r"([^/]+)/(.+)/(\d+)/(\{.*\})", key or "")
     if not match:
         return None

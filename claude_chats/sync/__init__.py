@@ -5,9 +5,10 @@ hook's ``background`` stays cheap):
 
 - ``runner.run_sync(settings=None, journal=None, provider=None, store=None, ...)``
   -> ``engine.SyncReport``: one sync under the lock (``SyncLocked`` otherwise).
+- ``engine.Syncer``: one run over an open journal, provider and store.
 - ``background.maybe_start(conn=None, interval=None)``: the hook's detached start.
-- ``store.PgStore.open(url)``: the canonical store (push, counts, spaces,
-  ``vector_table``/``index_expression`` for readers); ``pg.connect``; ``dburl.mask``.
-- ``migrations.migrate(conn)``: the numbered ``sql/`` files, each applied once.
-- ``schedule.get(name=None)``: cron / systemd user timer / launchd.
+- ``lock.SyncLock``; ``pusher.Pusher`` (batches pushed on several connections);
+  ``schedule.get(name=None)``: cron / systemd user timer / launchd.
+
+The stores it moves between are ``claude_chats.localstore`` and ``claude_chats.pgstore``.
 """

@@ -12,6 +12,7 @@ import sys
 import time
 
 from .. import paths
+from ..localstore import db
 from .lock import is_locked
 
 STAMP_NAME = "sync.started"
@@ -37,7 +38,7 @@ def maybe_start(conn=None, interval=None, now=None):
         interval = configured_interval()
     if interval <= 0 or age < interval:
         return False
-    if conn is not None and not _pending(conn):
+    if conn is not None and not db.has_pending(conn):
         return False
     if is_locked():
         return False
@@ -81,10 +82,6 @@ def _last_start():
         return os.stat(stamp_path()).st_mtime
     except OSError:
         return 0.0
-
-
-def _pending(conn):
-    return bool(conn.execute("SELECT 1 FROM messages WHERE synced = 0 LIMIT 1").fetchall())
 
 
 def _touch(path, now):

@@ -2,7 +2,7 @@
 
 Per batch: embed what has no vectors yet (keeping them in the journal when a
 local vector store is given), push conversations, then messages + vectors in
-one Postgres transaction (``store.PgStore.push``), then mark the messages
+one Postgres transaction (``pgstore.store.PgStore.push``), then mark the messages
 synced once that committed. Delivery is
 at-least-once and every write is idempotent, so a crash (kill -9) at any
 point loses nothing and duplicates nothing on the next run. Embedding
@@ -14,10 +14,17 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 
-from ..errors import PostgresError, ProviderError, SpaceMismatchError
-from . import faults, journal_io
+import psycopg
+
+from .. import faults
+from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMismatchError
+from ..localstore import outbox, vectors
+from ..models import canary_vector, check_canary, recipe_of
+from ..models.recipe import embed_messages
+from ..purge import sync_purges
+from ..records import Batch, VectorRow
+from ..redact import original_span, redacted_span
 from .pusher import Pusher
-from .records import Batch, Chunk, Space
 
 DEFAULT_BATCH = 500
 DEFAULT_WORKERS = 2
@@ -42,7 +49,7 @@ class SyncReport:
     pushed: int = 0             # messages newly inserted in Postgres
     vectors_pushed: int = 0
     conversations: int = 0      # conversations inserted or updated
-    purges: dict = field(default_factory=dict)  # purge tombstones pushed / applied (see purge.py)
+    purges: dict = field(default_factory=dict)  # purge tombstones pushed / applied (see claude_chats/purge.py)
     batches: int = 0
     pending_after: int = 0
     postgres: str = "not configured"   # "ok", "not configured", "unreachable"
@@ -65,7 +72,7 @@ class Syncer:
 
     ``provider`` embeds (an ``EmbeddingProvider``), ``store`` is a ``PgStore``
     or None (Postgres not configured or unreachable: embed only),
-    ``local`` keeps vectors in the journal (see ``localvec``) or None,
+    ``local`` keeps vectors in the journal (``localstore.outbox.LocalVectors``) or None,
     ``redact`` cleans text before it leaves the machine, ``progress(done,
     total)`` is called after each batch, ``workers`` is the number of
     Postgres connections pushing batches at once, ``index_kind`` ("hnsw" or
@@ -81,12 +88,12 @@ class Syncer:
         self.batch_size, self.redact, self.progress = max(1, int(batch_size)), redact, progress
         self.workers, self.index_kind = workers, index_kind
         self.report = SyncReport()
-        self.space = self.space_id = None
+        self.space = self.space_id = self.canary = None
         self._done = 0   # messages handled, for ``progress``
 
     def run(self):
         started = time.monotonic()
-        self.report.pending_before = journal_io.pending_count(self.journal.conn)
+        self.report.pending_before = outbox.pending_count(self.journal.conn)
         self.report.postgres = "ok" if self.store is not None else self.report.postgres
         deferred = finished = False
         try:
@@ -105,7 +112,7 @@ class Syncer:
             self.report.errors.append(str(exc))
         if deferred and not finished and self.report.postgres == "ok":
             self._rebuild_after_failure()
-        self.report.pending_after = journal_io.pending_count(self.journal.conn)
+        self.report.pending_after = outbox.pending_count(self.journal.conn)
         self.report.seconds = round(time.monotonic() - started, 3)
         self._record()
         return self.report
@@ -113,25 +120,19 @@ class Syncer:
     # -- steps ------------------------------------------------------------------
 
     def _prepare_space(self):
-        from ..models import canary_vector
-
-        space = self.provider.space
-        canary = canary_vector(self.provider)
-        self.space = Space(space.key, space.provider, space.model, int(space.dimensions),
-                           dict(space.options), canary)
+        self.space = self.provider.space
+        self.canary = canary_vector(self.provider)
         if self.local is not None:
-            self.local.prepare(space, canary)
+            self.local.prepare(self.space, self.canary)
         if self.store is not None:
-            self.space_id = self._pg(self.store.ensure_space, self.space, self.index_kind)
-            self._check_canary(space)
+            self.space_id = self._pg(self.store.ensure_space, self.space, self.canary, self.index_kind)
+            self._check_canary(self.space)
 
     def _check_canary(self, space):
         """Refuse to push into a space whose stored canary this model does not reproduce
         (same name, other weights: the vectors would not be comparable)."""
-        from ..models import check_canary
-
         stored = self._pg(self.store.space_canary, self.space_id)
-        if stored is not None and len(stored) == len(self.space.canary):
+        if stored is not None and len(stored) == len(self.canary):
             check_canary(space, stored, self.provider)
 
     def _outgoing(self, conversations):
@@ -146,8 +147,6 @@ class Syncer:
     def _sync_purges(self):
         """Purges queued here go to Postgres; every machine's tombstones apply here, before pushing."""
         if self.store is not None:
-            from ..purge import sync_purges
-
             self.report.purges = self._pg(sync_purges, self.journal, self.store)
 
     def _maybe_defer_index(self):
@@ -207,12 +206,12 @@ class Syncer:
             self._pg(pusher.drain)
 
     def _one_batch(self, rows, pusher):
-        messages = journal_io.as_messages(rows, self.redact)
+        messages = outbox.as_messages(rows, self.redact)
         chunks = self._vectors(rows, messages)
         faults.point("after-embed")
         if self.store is None:
             return
-        conversations = journal_io.conversations(self.journal.conn, {m.session_id for m in messages})
+        conversations = outbox.conversations(self.journal.conn, {m.session_id for m in messages})
         batch = Batch(self._outgoing(conversations), messages, chunks, self.space)
         self._pg(pusher.submit, batch, lambda result: self._pushed(rows, conversations, result))
 
@@ -221,7 +220,7 @@ class Syncer:
         faults.point("before-mark")
         missing = set(result.missing)
         self.journal.mark_synced([r["id"] for r in rows if r["uuid"] not in missing])
-        journal_io.mark_sessions_pushed(self.journal.conn, conversations)
+        outbox.mark_sessions_pushed(self.journal.conn, conversations)
         self.report.pushed += result.messages
         self.report.vectors_pushed += result.chunks
         self.report.conversations += result.conversations
@@ -242,9 +241,6 @@ class Syncer:
     def _embed(self, rows, messages):
         """``{message id: [models.Chunk]}``: the messages embedded with the provider's recipe
         (``models.recipe``; the bare content when it has none)."""
-        from ..models import recipe_of
-        from ..models.recipe import embed_messages
-
         recipe = recipe_of(self.provider)
         previous = self._previous(rows, messages) if recipe is not None and recipe.previous_chars else {}
         items = [{"content": m.content, "role": r["role"], "created_at": r["created_at"],
@@ -257,18 +253,14 @@ class Syncer:
     def _previous(self, rows, messages):
         """``{message id: {role, content}}``: the previous text message of each message's session,
         wherever it is in the journal (one query), its text redacted like the batch's."""
-        from ..models.recipe import previous_messages
-
         here = {r["id"]: m.content for r, m in zip(rows, messages)}
         clean = self.redact or (lambda text: text)
-        found = previous_messages(self.journal.conn, list(here))
+        found = outbox.previous_messages(self.journal.conn, list(here))
         return {i: {"role": role, "content": here[p] if p in here else clean(content)}
                 for i, (p, role, content) in found.items()}
 
     def _count_backfill(self):
         if self.store is not None and self.local is not None:
-            from ..localstore import vectors
-
             self.report.backfill_before = vectors.count_unembedded(self.journal.conn, self.local.space_id)
 
     def _backfill(self):
@@ -277,12 +269,10 @@ class Syncer:
         a message's vectors only once Postgres has them, so a run cut short resumes where it stopped."""
         if not self.report.backfill_before:
             return
-        from ..localstore import vectors
-
         with Pusher(self.store, self.workers) as pusher:
             after_id = 0
             while rows := vectors.unembedded(self.journal.conn, self.local.space_id, after_id, self.batch_size):
-                messages = journal_io.as_messages(rows, self.redact)
+                messages = outbox.as_messages(rows, self.redact)
                 embedded = self._embed(rows, messages)
                 faults.point("after-embed")
                 batch = Batch([], [], _chunks(rows, messages, embedded), self.space)
@@ -309,11 +299,11 @@ class Syncer:
         if self.store is None:
             return
         while True:
-            sessions = journal_io.unpushed_sessions(self.journal.conn, self.batch_size)
+            sessions = outbox.unpushed_sessions(self.journal.conn, self.batch_size)
             if not sessions:
                 return
             result = self._pg(self.store.push, Batch(self._outgoing(sessions), [], [], None))
-            journal_io.mark_sessions_pushed(self.journal.conn, sessions)
+            outbox.mark_sessions_pushed(self.journal.conn, sessions)
             self.report.conversations += result.conversations
             if len(sessions) < self.batch_size:
                 return
@@ -322,9 +312,6 @@ class Syncer:
 
     def _pg(self, method, *args):
         """Call the store; a lost connection becomes PostgresUnavailable for the report."""
-        import psycopg
-
-        from ..errors import PostgresUnavailable
         try:
             return method(*args)
         except psycopg.OperationalError as exc:
@@ -342,8 +329,6 @@ def _spans_of_journal(rows, messages, vectors, back=False):
     spans of redacted messages moved onto the journal's original text, where the journal keeps the
     vectors and search cuts excerpts (``back``: the journal's spans onto the redacted text, which
     Postgres holds). Messages without a secret are left as they are."""
-    from ..redact import original_span, redacted_span
-
     move = redacted_span if back else original_span
     out = dict(vectors)
     for r, m in zip(rows, messages):
@@ -355,8 +340,8 @@ def _spans_of_journal(rows, messages, vectors, back=False):
 
 
 def _chunks(rows, messages, vectors):
-    """``records.Chunk`` rows to push: ``vectors`` is {message id: [models.Chunk]}."""
-    return [Chunk(m.message_uuid, c.index, c.start, c.end, c.vector)
+    """``records.VectorRow``s to push: ``vectors`` is {message id: [models.Chunk]}."""
+    return [VectorRow(m.message_uuid, c.index, c.start, c.end, c.vector)
             for r, m in zip(rows, messages) for c in vectors.get(r["id"], ())]
 
 

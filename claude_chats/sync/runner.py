@@ -6,22 +6,15 @@ provider and store themselves.
 """
 
 from .. import config
-from ..models import is_remote
 from ..errors import PostgresUnavailable, ProviderError
-from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, SyncReport, Syncer, record
+from ..localstore import outbox
+from ..localstore.journal import Journal
+from ..models import embedder, is_remote
+from ..purge import sync_purges
+from ..redact import redact as redact_text
+from ..stores import open_store
+from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, Syncer, SyncReport, record
 from .lock import SyncLock
-
-
-def open_store(settings):
-    """A ``PgStore`` for the configured database, or None when none is configured.
-
-    Raises ``PostgresUnavailable`` / ``InsecureConnectionError`` / ``PostgresError``.
-    """
-    if not settings.database_url:
-        return None
-    from .store import PgStore
-
-    return PgStore.open(settings.database_url, settings.allow_insecure_remote)
 
 
 def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
@@ -39,7 +32,7 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
     held = SyncLock().acquire() if lock else None
     opened = []
     try:
-        journal = journal or _remember(opened, _open_journal())
+        journal = journal or _remember(opened, Journal.open())
         unreachable = None
         if store is None:
             try:
@@ -47,10 +40,10 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
             except PostgresUnavailable as exc:
                 unreachable = str(exc)
         try:
-            provider = provider or _remember(opened, _open_provider(settings))
+            provider = provider or _remember(opened, embedder(settings))
         except ProviderError as exc:
             return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable, store)
-        local = local if local is not None else _local_vectors(journal)
+        local = local if local is not None else outbox.local_vectors(journal)
         redact = redact or redactor(settings, provider)
         report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers,
                         index_kind or getattr(settings, "pg_index", None) or "hnsw").run()
@@ -75,9 +68,7 @@ def redactor(settings, provider):
         return None
     if not (settings.database_url or is_remote(provider)):
         return None
-    from ..redact import redact
-
-    return redact
+    return redact_text
 
 
 def _remember(opened, thing):
@@ -86,35 +77,14 @@ def _remember(opened, thing):
     return thing
 
 
-def _open_journal():
-    from ..localstore.journal import Journal
-
-    return Journal.open()
-
-
-def _open_provider(settings):
-    from ..models import embedder
-
-    return embedder(settings)
-
-
-def _local_vectors(journal):
-    from .localvec import local_vectors
-
-    return local_vectors(journal)
-
-
 def _failed(journal, error, unreachable=None, store=None):
     """The report of a sync that could not embed; purges still reach Postgres, and it is recorded."""
-    from . import journal_io
-
-    pending = journal_io.pending_count(journal.conn)
+    pending = outbox.pending_count(journal.conn)
     report = SyncReport(pending_before=pending, pending_after=pending, errors=[error])
     if unreachable:
         report.postgres = "unreachable"
         report.errors.append(unreachable)
     if store is not None:
-        from ..purge import sync_purges
         try:
             report.purges = sync_purges(journal, store)
         except Exception as exc:  # noqa: BLE001 - psycopg's errors; reported, with the password scrubbed

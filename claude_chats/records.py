@@ -1,7 +1,9 @@
 """What sync pushes: plain tuples in the column order of the COPY into Postgres.
 
-Timestamps stay ISO-8601 text (as the journal stores them); Postgres casts
-them, which is faster than parsing in Python.
+The journal's outbox (``localstore.outbox``) makes them, the canonical store
+(``pgstore.store``) writes them, ``sync`` carries them between the two: so they
+live below all three. Timestamps stay ISO-8601 text (as the journal stores
+them); Postgres casts them, which is faster than parsing in Python.
 """
 
 from typing import NamedTuple
@@ -32,8 +34,8 @@ class Message(NamedTuple):
     created_at: str | None
 
 
-class Chunk(NamedTuple):
-    """One embedded piece of a message: ``content[start_char:end_char]``."""
+class VectorRow(NamedTuple):
+    """One embedded piece of a message, ``content[start_char:end_char]``, as its space's vector table holds it."""
     message_uuid: str
     chunk_index: int
     start_char: int
@@ -41,22 +43,13 @@ class Chunk(NamedTuple):
     embedding: np.ndarray
 
 
-class Space(NamedTuple):
-    """An embedding space: vectors of different spaces are never compared."""
-    key: str
-    provider: str
-    model: str
-    dimensions: int
-    options: dict
-    canary: np.ndarray | None = None
-
-
 class Batch(NamedTuple):
-    """One transaction's worth: conversations, their messages, and chunk vectors of ``space``."""
+    """One transaction's worth: conversations, their messages, and the ``VectorRow``s of ``space``
+    (a ``models.Space``)."""
     conversations: list
     messages: list
     chunks: list
-    space: Space | None = None
+    space: object = None
 
 
 class PushResult(NamedTuple):

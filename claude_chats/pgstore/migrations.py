@@ -2,13 +2,11 @@
 
 Each migration runs in one transaction together with its record, under an
 advisory lock, so machines migrating the same database at once apply each
-file exactly once. The files ship inside the wheel as ``claude_chats/sql``;
-from a source checkout they are read from the repository's ``sql/``.
+file exactly once. The files are ``sql/`` beside this module (shipped in the wheel).
 """
 
 import pathlib
 import re
-from importlib import resources
 
 TABLE = "chats_migrations"
 LOCK_KEY = 0x63686174  # pg_advisory_xact_lock key: "chat"
@@ -16,11 +14,8 @@ _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
 def sql_dir():
-    """The folder holding the migrations (installed wheel first, then the checkout)."""
-    packaged = resources.files("claude_chats").joinpath("sql")
-    if packaged.is_dir():
-        return packaged
-    return pathlib.Path(__file__).resolve().parents[2] / "sql"
+    """The folder holding the migrations."""
+    return pathlib.Path(__file__).resolve().parent / "sql"
 
 
 def available():

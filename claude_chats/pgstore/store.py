@@ -19,9 +19,12 @@ import math
 
 import psycopg
 
+from .. import faults
 from ..errors import PostgresUnavailable
-from . import dburl, faults, migrations, pg
-from .records import PushResult
+from ..records import PushResult
+from . import connect as pg
+from . import migrations
+from . import url as dburl
 
 HNSW_MAX_DIMS = 2000      # pgvector's index limit for vector; halfvec indexes go to 4000
 HALFVEC_MAX_DIMS = 4000
@@ -163,7 +166,7 @@ class PgStore:
         except psycopg.OperationalError as exc:  # the connection was lost while it was being set up
             conn.close()
             raise PostgresUnavailable(f"lost the connection to {dburl.mask(url)} while opening it: "
-                                      f"{dburl.scrub(' '.join(str(exc).split()), url)}") from None
+                                      f"{dburl.hide_password(' '.join(str(exc).split()), url)}") from None
         except BaseException:
             conn.close()
             raise
@@ -184,26 +187,27 @@ class PgStore:
 
     # -- spaces ---------------------------------------------------------------
 
-    def ensure_space(self, space, index_kind="hnsw"):
-        """The id of ``space`` (a ``records.Space``), registering it and its vector table."""
+    def ensure_space(self, space, canary=None, index_kind="hnsw"):
+        """The id of ``space`` (a ``models.Space``), registering it and its vector table;
+        ``canary`` (its canary vector) is stored when the space has none yet."""
         if space.key in self._spaces:
             return self._spaces[space.key]
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (migrations.LOCK_KEY, space.key))
             row = self.conn.execute("SELECT id FROM spaces WHERE key = %s", (space.key,)).fetchone()
-            space_id = row[0] if row else self._insert_space(space, index_kind)
-            if space.canary is not None:
+            space_id = row[0] if row else self._insert_space(space, canary, index_kind)
+            if canary is not None:
                 self.conn.execute("UPDATE spaces SET canary = %s WHERE id = %s AND canary IS NULL",
-                                  (space.canary, space_id))
+                                  (canary, space_id))
         self._spaces[space.key] = space_id
         return space_id
 
-    def _insert_space(self, space, index_kind):
+    def _insert_space(self, space, canary, index_kind):
         space_id = self.conn.execute(
             "INSERT INTO spaces (key, provider, model, dimensions, options, canary, index_kind) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (space.key, space.provider, space.model, space.dimensions, json.dumps(space.options or {}),
-             space.canary, index_kind)).fetchone()[0]
+             canary, index_kind)).fetchone()[0]
         table = vector_table(space_id)
         self.conn.execute(
             f"CREATE TABLE {table} (message_id uuid NOT NULL REFERENCES messages (id) ON DELETE CASCADE, "
@@ -310,7 +314,7 @@ class PgStore:
     def describe_error(self, exc):
         """One line about a psycopg error, with the URL's password scrubbed."""
         text = " ".join(str(exc).split()) or type(exc).__name__
-        return dburl.scrub(text, self.url)
+        return dburl.hide_password(text, self.url)
 
     def space_canary(self, space_id):
         """The stored canary vector of a space (numpy float32), or None."""

@@ -1,7 +1,7 @@
 """Postgres' side of search: both legs and their Reciprocal Rank Fusion in one SQL statement.
 
 ``PgSearch(conn)`` is the searcher's ``postgres`` backend (see
-``claude_chats.search.Backend``): full text with ``websearch_to_tsquery`` (all
+``claude_chats.search.core.Backend``): full text with ``websearch_to_tsquery`` (all
 words) or any of the query's words, vectors with pgvector (``<=>``, cosine) over
 the space's ``vectors_<id>`` table, fused in SQL the pgvector-python way, as the
 journal does it (weighted RRF, neighbours lending their full-text score).
@@ -11,7 +11,7 @@ Full text is ranked like the journal's FTS5 bm25, so that both stores agree:
 words, "go" and "Caroline" must not weigh the same. Per query word, one round
 trip before the search statement: its document frequency (``_TERMS``: ANALYZE's
 lexeme statistics for a common word, else counted through the GIN index), and
-so which words an any-word query matches on (``search.selective``, as the
+so which words an any-word query matches on (``search.core.selective``, as the
 journal chooses). Per message: its term frequencies (read back from ``ts_rank``
 of each word alone, a fixed function of it) and its length in lexemes; the
 message count and mean length are cached (``_text_stats``). See ``_BM25_TERM``.
@@ -28,14 +28,26 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 
+import numpy as np
 import psycopg
 
+from .. import transcript
 from ..errors import ClaudeChatsError, PostgresUnavailable, SessionNotFound
-from ..search import FULLTEXT_POOL, MATCH_ROWS, NEIGHBOUR_SPAN, Candidate, any_words, selective, shorten
-from . import dburl, pg, store
+from ..search.core import (
+    FULLTEXT_POOL,
+    MATCH_ROWS,
+    NEIGHBOUR_READ,
+    NEIGHBOUR_SPAN,
+    Candidate,
+    any_words,
+    selective,
+    shorten,
+)
+from . import connect as pg
+from . import store
+from . import url as dburl
 
 STATEMENT_TIMEOUT_MS = 10_000
-NEIGHBOUR_CHARS = 300
 SPACES_TTL = 30          # seconds
 STATS_TTL = 300          # seconds: the message count and mean length, for bm25
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's
@@ -169,7 +181,7 @@ class PgSearch:
             if self.on_lost is not None:
                 self.on_lost(self)
             text = " ".join(str(exc).split()) or type(exc).__name__
-            raise PostgresUnavailable(f"lost the connection to Postgres: {dburl.scrub(text, self.url)}") from None
+            raise PostgresUnavailable(f"lost the connection to Postgres: {dburl.hide_password(text, self.url)}") from None
 
     def _rows(self, sql, params=None):
         with self._guard():
@@ -289,14 +301,12 @@ class PgSearch:
         return {row[0]: dict(zip(_HIT_NAMES, row[1:])) for row in self._rows(_HIT, (list(keys),))}
 
     def neighbours(self, places, span):
-        from ..localstore.journal import CONTEXT_KINDS
-
         out = {place: [] for place in places}
         rows = self._rows(_NEIGHBOURS, {"sessions": [p[0] for p in places], "seqs": [p[1] for p in places],
-                                        "span": span, "kinds": list(CONTEXT_KINDS), "chars": NEIGHBOUR_CHARS + 1})
+                                        "span": span, "kinds": list(transcript.CONVERSATION_KINDS), "chars": NEIGHBOUR_READ + 1})
         for session, seq, n_seq, role, kind, text in rows:
             out[(session, seq)].append({"seq": n_seq, "role": role, "kind": kind,
-                                        "text": shorten(text, NEIGHBOUR_CHARS)})
+                                        "text": shorten(text, NEIGHBOUR_READ)})
         return out
 
     # -- conversations ----------------------------------------------------------------------
@@ -329,8 +339,6 @@ class PgSearch:
 
 def _array(value):
     """A pgvector value (numpy array or ``pgvector.Vector``) as float32, or None."""
-    import numpy as np
-
     if value is None:
         return None
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
@@ -377,7 +385,7 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=
     except psycopg.Error as exc:
         conn.close()
         raise PostgresUnavailable(f"Postgres at {dburl.mask(url)} is not usable: "
-                                  f"{dburl.scrub(' '.join(str(exc).split()), url)}") from None
+                                  f"{dburl.hide_password(' '.join(str(exc).split()), url)}") from None
     except BaseException:
         conn.close()
         raise
@@ -426,7 +434,7 @@ class PgLink:
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - any failure means "answer from the journal", with why
             error = f"cannot use Postgres at {dburl.mask(self.url)}: {type(exc).__name__}: " \
-                    f"{dburl.scrub(str(exc), self.url)}"
+                    f"{dburl.hide_password(str(exc), self.url)}"
         with self._lock:
             self._search, self._error, self._thread = search, error, None
             if search is None:

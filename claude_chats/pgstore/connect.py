@@ -4,7 +4,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from ..errors import PostgresError, PostgresUnavailable
-from . import dburl
+from . import url as dburl
 
 CONNECT_TIMEOUT = 5  # seconds: the hook's background sync must give up quickly when offline
 
@@ -25,7 +25,7 @@ def connect(url, allow_insecure_remote=False, connect_timeout=CONNECT_TIMEOUT, r
                                application_name="claude-chats")
     except psycopg.OperationalError as exc:
         raise PostgresUnavailable(f"cannot reach Postgres at {dburl.mask(url)}: "
-                                  f"{_first_line(dburl.scrub(str(exc), url))}") from None
+                                  f"{_first_line(dburl.hide_password(str(exc), url))}") from None
     if register:
         register_vector_type(conn, url)
     return conn

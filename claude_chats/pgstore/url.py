@@ -3,10 +3,9 @@
 A URL whose host is not local must ask for TLS (``sslmode=require``,
 ``verify-ca`` or ``verify-full``), unless the user opts out explicitly.
 Passwords never reach output or logs: print ``mask(url)``, and pass error text
-through ``scrub(text, url)``.
+through ``hide_password(text, url)``.
 """
 
-import ipaddress
 import os
 import re
 from urllib.parse import urlsplit, urlunsplit
@@ -14,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg.conninfo
 
 from ..errors import ConfigError, InsecureConnectionError
+from ..hosts import is_local_host
 
 TLS_MODES = ("require", "verify-ca", "verify-full")
 MASK = "***"
@@ -26,7 +26,7 @@ def parse(url):
     try:
         return psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"database_url is not a valid PostgreSQL URL: {scrub(str(exc), url)}") from None
+        raise ConfigError(f"database_url is not a valid PostgreSQL URL: {hide_password(str(exc), url)}") from None
 
 
 def mask(url):
@@ -44,7 +44,7 @@ def mask(url):
     return _KV_PASSWORD.sub(lambda m: m.group(1) + MASK, url)
 
 
-def scrub(text, url):
+def hide_password(text, url):
     """``text`` (an error message) with any password of ``url`` replaced by ``***``."""
     password = _password(url)
     if password:
@@ -65,18 +65,6 @@ def hosts(params, environ=None):
     environ = os.environ if environ is None else environ
     raw = params.get("host") or params.get("hostaddr") or environ.get("PGHOST") or ""
     return [h.strip() for h in raw.split(",")] if raw else [""]
-
-
-def is_local_host(host):
-    """A Unix socket directory, ``localhost`` or a loopback address."""
-    if host == "" or host.startswith("/") or host.startswith("@"):
-        return True
-    if host.lower() in ("localhost", "localhost.localdomain") or host.lower().endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def sslmode(params, environ=None):

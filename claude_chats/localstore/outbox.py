@@ -1,16 +1,20 @@
-"""What sync reads from and writes to the local journal, beyond ``Journal``'s own methods.
+"""What sync reads from and writes to the journal, beyond ``Journal``'s own methods.
 
-Functions over the journal's apsw connection (``journal.conn``): the sessions
-a batch needs as ``records.Conversation``, sessions renamed since their last
-push, and the bookkeeping that a session version reached Postgres.
+Functions over the journal's apsw connection (``journal.conn``): the sessions a
+batch needs as ``records.Conversation``, sessions renamed since their last push
+and the bookkeeping that a session version reached Postgres, each message's
+previous text message (the embedded text's context), and ``LocalVectors``: the
+vectors sync keeps in the journal (sqlite-vec), so offline semantic search works
+and a crashed or offline sync does not embed the same messages twice.
 """
 
 import json
 import re
 from datetime import datetime
 
-from ..localstore.db import Immediate
-from .records import Conversation, Message
+from ..records import Conversation, Message
+from . import vectors
+from .db import Immediate
 
 _CONVERSATION_SQL = """
 SELECT id, project_path, git_branch, coalesce(name, agent_name, summary, slug), first_at, last_at,
@@ -81,3 +85,42 @@ def _conversation(row):
 
 def pending_count(conn):
     return conn.execute("SELECT count(*) FROM messages WHERE synced = 0").fetchall()[0][0]
+
+
+_PREVIOUS_SQL = """
+SELECT m.id, p.id, p.role, p.content FROM json_each(?) j
+JOIN messages m ON m.id = j.value
+JOIN messages p ON p.id = (SELECT q.id FROM messages q WHERE q.session_id = m.session_id
+                           AND q.seq < m.seq AND q.kind = 'text' ORDER BY q.seq DESC LIMIT 1)"""
+
+
+def previous_messages(conn, message_ids):
+    """``{message id: (previous id, role, content)}``: each message's session's last text message
+    before it in the journal (``conn``, apsw), wherever it is; messages without one are left out."""
+    rows = conn.execute(_PREVIOUS_SQL, (json.dumps([int(i) for i in message_ids]),)).fetchall()
+    return {m: (p, role, content) for m, p, role, content in rows}
+
+
+class LocalVectors:
+    """``prepare(space, canary)``, ``load(message_ids) -> {message_id: [Chunk]}``,
+    ``save({message_id: [Chunk]})`` (chunks as ``models.Chunk(index, start, end, vector)``)."""
+
+    def __init__(self, conn):
+        self.conn, self.space_id = conn, None
+
+    def prepare(self, space, canary):
+        """Use (creating if new) the journal's space for ``space`` (a ``models.Space``)."""
+        self.space_id = vectors.ensure_space(self.conn, space, canary)
+
+    def load(self, message_ids):
+        return vectors.load_message_vectors(self.conn, self.space_id, message_ids)
+
+    def save(self, embedded):
+        """Store a batch's vectors in one journal transaction."""
+        with self.conn:
+            for message_id, chunks in embedded.items():
+                vectors.write_message_vectors(self.conn, self.space_id, message_id, chunks)
+
+
+def local_vectors(journal):
+    return LocalVectors(journal.conn)

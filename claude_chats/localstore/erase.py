@@ -1,0 +1,216 @@
+"""Erasing from the journal so that no byte is left: ``chats purge`` and ``chats redact --journal``.
+
+``purge_local(conn, target)`` deletes what a ``Target`` (a session with its
+subagents, or a project folder and everything below it) covers: the messages
+(their FTS entries go with them through the journal's triggers), the chunks and
+their sqlite-vec vectors, the sessions, the pending summaries of their files.
+``redact_stored(conn, clean)`` rewrites the stored text through ``clean``.
+Both end with ``scrub_file``: the FTS index merged (no old segment keeps the
+words), ``VACUUM`` with ``secure_delete``, the WAL checkpointed away, so the
+text is left in no free page and no WAL frame. The transcript cursors stay, so
+purged lines are not imported again from Claude Code's files.
+"""
+
+import os
+import time
+from dataclasses import dataclass
+
+from .. import times
+from ..errors import ConfigError
+from . import vectors
+from .db import Immediate
+
+KINDS = ("session", "project")
+CHECKPOINT_TRIES = 20
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to purge: a session (with its subagents) or a project folder and everything below it.
+
+    ``before``: only what was written up to this ISO time (tombstones); None: everything.
+    """
+
+    kind: str
+    value: str
+    before: str = None
+
+    @classmethod
+    def of(cls, session=None, project=None):
+        if bool(session) == bool(project):
+            raise ConfigError("purge needs exactly one of --session ID or --project PATH")
+        if session:
+            return cls("session", session)
+        return cls("project", os.path.abspath(os.path.expanduser(project)).rstrip("/") or "/")
+
+    def describe(self):
+        return f"session {self.value} (and its subagents)" if self.kind == "session" else \
+            f"project {self.value} (and every folder below it)"
+
+    def session_filter(self, id_col, parent_col, project_col, param="?"):
+        """SQL condition on a sessions/conversations row and its parameters."""
+        if self.kind == "session":
+            return f"({id_col} = {param} OR {parent_col} = {param})", [self.value, self.value]
+        prefix = self.value if self.value.endswith("/") else self.value + "/"
+        return (f"({project_col} = {param} OR substr({project_col}, 1, {param}) = {param})",
+                [self.value, len(prefix), prefix])
+
+
+
+# -- purging ---------------------------------------------------------------------------
+
+
+_CHUNKS = "chunks c JOIN messages m ON m.id = c.message_id"
+_FILES = "transcripts t JOIN messages m ON m.file_id = t.id"
+
+
+def _local_sql(target, select, source="messages m"):
+    """``SELECT select FROM source`` over the messages ``target`` covers (``m``: messages)."""
+    where, args = target.session_filter("s.id", "s.parent_session_id", "s.project_path")
+    sql = f"SELECT {select} FROM {source} JOIN sessions s ON s.id = m.session_id WHERE {where}"
+    if target.before:
+        sql += " AND coalesce(julianday(m.created_at) <= julianday(?), 1)"
+        args.append(target.before)
+    return sql, args
+
+
+def _one(conn, sql_args):
+    return conn.execute(*sql_args).fetchall()[0]
+
+
+def local_preview(conn, target):
+    """Counts of what ``target`` covers in the journal, and the transcript files it came from."""
+    messages, sessions = _one(conn, _local_sql(target, "count(*), count(DISTINCT m.session_id)"))
+    vectors, = _one(conn, _local_sql(target, "count(*)", _CHUNKS))
+    files = [r[0] for r in conn.execute(*_local_sql(target, "DISTINCT t.path", _FILES))]
+    return {"sessions": sessions, "messages": messages, "vectors": vectors, "transcripts": sorted(files)}
+
+
+def purge_local(conn, target, scrub_after=True):
+    """Delete what ``target`` covers from the journal; returns the counts (see ``local_preview``)."""
+    counts = local_preview(conn, target)
+    if not counts["messages"] and not _empty_sessions(conn, target):
+        return counts
+    conn.execute("PRAGMA secure_delete = ON")
+    with Immediate(conn):
+        _delete_vectors(conn, target)
+        sql, args = _local_sql(target, "m.id")
+        conn.execute(f"DELETE FROM messages WHERE id IN ({sql})", args)
+        where, args = target.session_filter("id", "parent_session_id", "project_path")
+        conn.execute(f"DELETE FROM sessions WHERE {where} AND NOT EXISTS "
+                     "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", args)
+    if scrub_after:
+        scrub_file(conn)
+    return counts
+
+
+def _empty_sessions(conn, target):
+    where, args = target.session_filter("id", "parent_session_id", "project_path")
+    return conn.execute(f"SELECT count(*) FROM sessions WHERE {where} AND NOT EXISTS "
+                        "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", args).fetchall()[0][0]
+
+
+def _delete_vectors(conn, target):
+    """Rows of each space's sqlite-vec table that belong to the purged messages."""
+    tables = {int(name[4:]) for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vec_[0-9]*' "
+        "AND name NOT GLOB 'vec_*_*'")}
+    if not tables:
+        return
+    vectors.load_extension(conn)
+    sql, args = _local_sql(target, "c.id", _CHUNKS)
+    for space_id in sorted(tables):
+        conn.execute(f"DELETE FROM vec_{space_id} WHERE rowid IN ({sql} AND c.space_id = ?)", [*args, space_id])
+
+
+def scrub_file(conn):
+    """Leave no trace of deleted rows in the file: merge FTS, VACUUM, checkpoint the WAL away."""
+    conn.execute("PRAGMA secure_delete = ON")
+    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+    conn.execute("VACUUM")
+    for _ in range(CHECKPOINT_TRIES):
+        busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
+        if not busy:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def queue(conn, target, created_at):
+    conn.execute("INSERT INTO purge_queue (kind, target, created_at) VALUES (?, ?, ?)",
+                 (target.kind, target.value, created_at))
+
+
+def queued(conn):
+    return [{"id": i, "kind": k, "target": t, "created_at": c} for i, k, t, c in conn.execute(
+        "SELECT id, kind, target, created_at FROM purge_queue ORDER BY id")]
+
+
+# -- rewriting what is stored (chats redact --journal) ----------------------------------
+
+REWRITE_BATCH = 500
+
+
+def redact_stored(conn, clean, dry_run=False):
+    """Rewrite the journal's stored text through ``clean`` (``redact.redact``): ``chats redact --journal``.
+
+    Message content (FTS5 follows through the update trigger), session names,
+    agent names and summaries, and summaries waiting for their leaf. A rewritten
+    message loses its vectors (embedded from the old text) and is pending again,
+    so the next sync embeds the redacted text; Postgres keeps the copy it has
+    (pushed redacted when ``redact`` is on). Then, as ``chats purge`` does, the
+    FTS index is merged and the file vacuumed with ``secure_delete`` and its WAL
+    checkpointed, so the old text is left in no old index segment, free page or
+    WAL frame. Returns ``{"messages", "sessions", "vectors", "scrubbed"}``.
+    """
+    counts = {"messages": 0, "sessions": 0, "vectors": 0, "scrubbed": False}
+    if not dry_run:
+        conn.execute("PRAGMA secure_delete = ON")
+    after = 0
+    while True:
+        rows = conn.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                            (after, REWRITE_BATCH)).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        changed = [(new, mid, text) for mid, text in rows for new in (clean(text),) if new != text]
+        counts["messages"] += len(changed)
+        if changed and not dry_run:
+            counts["vectors"] += _rewrite_messages(conn, changed)
+    counts["sessions"] = _rewrite_sessions(conn, clean, dry_run)
+    if not dry_run and (counts["messages"] or counts["sessions"]):
+        counts["scrubbed"] = scrub_file(conn)
+    return counts
+
+
+def _rewrite_messages(conn, changed):
+    """One transaction: new content (unless it changed meanwhile), vectors dropped, pending again."""
+    ids = [mid for _, mid, _ in changed]
+    marks = ",".join("?" * len(ids))
+    with Immediate(conn):
+        dropped = conn.execute(f"SELECT count(*) FROM chunks WHERE message_id IN ({marks})", ids).fetchall()[0][0]
+        if dropped:
+            vectors.load_extension(conn)
+            conn.execute(f"DELETE FROM chunks WHERE message_id IN ({marks})", ids)
+        conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND content = ?", changed)
+    return dropped
+
+
+def _rewrite_sessions(conn, clean, dry_run):
+    count = 0
+    stamp = times.now_iso()
+    with Immediate(conn):
+        for sid, *names in conn.execute("SELECT id, name, agent_name, summary FROM sessions").fetchall():
+            new = [clean(n) if n else n for n in names]
+            if new != names:
+                count += 1
+                if not dry_run:
+                    conn.execute("UPDATE sessions SET name = ?, agent_name = ?, summary = ?, updated_at = ? "
+                                 "WHERE id = ?", (*new, stamp, sid))
+        for file_id, leaf, summary in conn.execute(
+                "SELECT file_id, leaf_uuid, summary FROM pending_summaries").fetchall():
+            new = clean(summary)
+            if new != summary and not dry_run:
+                conn.execute("UPDATE pending_summaries SET summary = ? WHERE file_id = ? AND leaf_uuid = ?",
+                             (new, file_id, leaf))
+    return count

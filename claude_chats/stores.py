@@ -1,0 +1,40 @@
+"""The one module that knows both stores: the journal and the canonical Postgres.
+
+``open_searcher(settings)`` gives a ``Searcher`` over the journal, with Postgres
+(connected in the background, see ``pgstore.search.PgLink``) when
+``database_url`` is set; the embedding provider is built on the first search that
+needs it. ``open_store(settings)`` gives the ``PgStore`` sync pushes into.
+"""
+
+from . import config
+from .localstore.search import LocalSearch
+from .models import embedder
+from .pgstore.search import PgLink
+from .pgstore.store import PgStore
+from .search.searcher import Searcher
+
+
+def open_searcher(settings=None, journal_path=None, use_postgres=True, wait=1.5, retry_after=5.0,
+                  use_journal=True):
+    """A ``Searcher`` over the configured stores (``settings``: a ``config.Settings``; None: ``config.load()``).
+
+    ``use_journal=False``: Postgres alone (``chats eval --store postgres``), no fallback.
+    """
+    settings = settings or config.load()
+    local = LocalSearch.open(journal_path) if use_journal else None
+    remote = None
+    if use_postgres and settings.database_url:
+        remote = PgLink(settings.database_url, settings.allow_insecure_remote, wait=wait, retry_after=retry_after)
+        remote.start()
+    # the configured embedded text: the space sync writes
+    return Searcher(local, remote, lambda: embedder(settings), redact=bool(settings.redact))
+
+
+def open_store(settings):
+    """A ``PgStore`` for the configured database, or None when none is configured.
+
+    Raises ``PostgresUnavailable`` / ``InsecureConnectionError`` / ``PostgresError``.
+    """
+    if not settings.database_url:
+        return None
+    return PgStore.open(settings.database_url, settings.allow_insecure_remote)
