@@ -1,8 +1,27 @@
 """Every error claude-chats raises on purpose, under one base.
 
 Library code raises these; the CLI turns them into a one-line message
-(``click.ClickException``) and the MCP server into a ``ToolError``. Messages say
-how to fix the problem.
+(``click.ClickException``, exit 1) and the MCP server into a ``ToolError``.
+Messages say how to fix the problem. The hook catches everything and logs it.
+
+The tree (classes defined elsewhere name their module)::
+
+    ClaudeChatsError
+    ├── ConfigError                 a setting is missing, malformed or contradicts another
+    │   └── InstallError            (install) Claude Code's settings cannot be changed safely
+    ├── JournalError                the journal cannot be opened, migrated or written
+    ├── SessionNotFound             no conversation with this session id is stored
+    ├── SearchError                 a search cannot run as asked
+    ├── ProviderError               the embedding provider failed (down, throttled, bad answer)
+    │   └── ProviderUnavailable     its SDK, model file or server is not there
+    ├── SpaceMismatchError          the configured model does not match the stored vectors
+    ├── PostgresError               Postgres refused or failed an operation
+    │   ├── PostgresUnavailable     not configured, or cannot be reached
+    │   └── InsecureConnectionError a remote URL without TLS was refused
+    ├── SyncLocked                  another ``chats sync`` is running
+    ├── ConversionError             (models.convert) a checkpoint cannot be converted to GGUF
+    ├── QueryFileError              (evaluate) a labelled query file cannot be read
+    └── ScheduleError               (sync.schedule) the periodic sync cannot be installed
 """
 
 

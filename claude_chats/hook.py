@@ -95,8 +95,8 @@ def run(payload, conn):
     # stands), not in one more transaction of its own: one commit fewer per turn.
     stats = writer.IngestStats(resolve_redact=journal_redactor, before_commit=record_run)
     if transcript_path:
-        if not os.path.exists(transcript_path):
-            raise FileNotFoundError(f"transcript not found: {transcript_path}")
+        # A transcript not written yet (a session's first prompt; `claude mcp list`, whose
+        # SessionEnd names a file never created) is nothing to record, not an error.
         writer.ingest_session(conn, transcript_path, stats)
     if agent_path:
         writer.ingest_file(conn, agent_path, stats)

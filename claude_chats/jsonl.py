@@ -5,6 +5,13 @@ The hook's budget is a few milliseconds above bare interpreter start, and
 scanner (``_json.make_scanner``, the one ``json.loads`` uses) decodes exactly
 like ``json.loads``; a tiny encoder covers the flat records the hook writes.
 Elsewhere, use ``json``.
+
+Malformed input: the C scanner builds its error (``json.JSONDecodeError``) from
+``json.decoder`` *if that module is already imported*; when it is not (the
+hook's process), it fails with a ``SystemError`` ("returned NULL without setting
+an exception"). ``loads`` then hands the same text to ``json.loads``, which
+raises the very error ``json.loads`` raises: the shim is exact for bad lines
+too, and pays for ``import json`` only on the first one.
 """
 
 try:
@@ -37,22 +44,27 @@ _WS = " \t\n\r"
 
 
 def loads(data, strict=True):
-    """``json.loads`` for one document (bytes must be UTF-8). Raises ValueError.
+    """``json.loads`` for one document (bytes must be UTF-8); its ``JSONDecodeError`` (a ValueError) when malformed.
 
     ``strict=False`` allows control characters inside strings, as in ``json``.
     """
     if _scan is None:  # pragma: no cover
-        import json
-        return json.loads(data, strict=strict)
+        return _json_loads(data, strict)
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
     start = len(text) - len(text.lstrip(_WS))
     try:
         value, end = (_scan if strict else _scan_lax)(text, start)
-    except StopIteration as exc:
-        raise ValueError(f"no JSON value at character {exc.value}") from None
+    except (StopIteration, SystemError):   # malformed (see the module docstring): json says how, exactly
+        return _json_loads(text, strict)
     if text[end:].strip(_WS):
-        raise ValueError(f"extra data after the JSON value at character {end}")
+        return _json_loads(text, strict)
     return value
+
+
+def _json_loads(text, strict):
+    import json
+
+    return json.loads(text, strict=strict)
 
 
 def dumps(obj, ensure_ascii=True, separators=(", ", ": "), _depth=0):

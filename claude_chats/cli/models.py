@@ -1,5 +1,7 @@
 """``chats models list|pull|check|convert``: thin over ``claude_chats.models``."""
 
+import os
+
 import click
 
 from .output import emit_json
@@ -90,8 +92,6 @@ def convert_cmd(source, out, outtype):
 
 def _stored_spaces():
     """The journal's spaces (``localstore.vectors.stored_spaces``); none when there is no journal yet."""
-    import os
-
     from .. import paths
     from ..localstore import db, vectors
 
