@@ -32,6 +32,7 @@ class Message(NamedTuple):
     kind: str
     content: str
     created_at: str | None
+    is_copy: bool = False   # a fork's copy of a line another session holds (not searched)
 
 
 class VectorRow(NamedTuple):

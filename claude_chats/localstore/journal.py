@@ -124,7 +124,7 @@ class Journal:
 _SESSION_COLUMNS = """s.id AS session_id, coalesce(s.name, s.agent_name, s.summary, s.slug) AS name,
     s.name AS custom_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
     s.first_at, s.last_at, s.machine, s.next_seq AS message_count"""
-_MESSAGE_COLUMNS = "uuid, seq, role, kind, content, created_at, message_id, is_sidechain"
+_MESSAGE_COLUMNS = "uuid, seq, role, kind, content, created_at, message_id, is_sidechain, copy"
 
 
 def _dicts(cursor):

@@ -57,7 +57,7 @@ def as_messages(pending_rows, redact=None):
     """``records.Message`` for rows of ``Journal.pending``; ``redact`` cleans the text first."""
     clean = redact or (lambda text: text)
     return [Message(r["uuid"], r["session_id"], r["seq"], r["role"], r["kind"], clean(r["content"]),
-                    timestamp(r["created_at"])) for r in pending_rows]
+                    timestamp(r["created_at"]), bool(r["copy"])) for r in pending_rows]
 
 
 _ISO = re.compile(r"\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d{1,6})?)?)?(Z|[+-]\d\d(:?\d\d)?)?")

@@ -426,7 +426,7 @@ def _only_kinds(filters):
 
 def _filters(filters):
     """SQL conditions over messages ``m`` and sessions ``s`` for a ``search.Filters``."""
-    where = [f"m.kind IN ({','.join('?' * len(filters.kinds))})"]
+    where = [f"m.kind IN ({','.join('?' * len(filters.kinds))})", "m.copy = 0"]   # a fork's copies: found once
     args = list(filters.kinds)
     if filters.project_path:
         prefix = filters.project_path if filters.project_path.endswith("/") else filters.project_path + "/"

@@ -127,7 +127,7 @@ def load_message_vectors(conn, space_id, message_ids):
     return out
 
 
-_UNEMBEDDED = """FROM messages m WHERE m.synced = 1 AND m.id > ? AND trim(m.content, ' 	
+_UNEMBEDDED = """FROM messages m WHERE m.synced = 1 AND m.copy = 0 AND m.id > ? AND trim(m.content, ' 	
 ') != ''
 AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = ? AND c.message_id = m.id)"""
 
@@ -136,9 +136,9 @@ def unembedded(conn, space_id, after_id=0, limit=500):
     """Messages already pushed (``synced``) that have no vector in the space, oldest first
     (``id > after_id``), as rows like ``Journal.pending``'s: the space is newer than their push."""
     cur = conn.execute(f"SELECT m.id, m.uuid, m.seq, m.role, m.kind, m.content, m.created_at, m.message_id, "
-                       f"m.is_sidechain, m.session_id {_UNEMBEDDED} ORDER BY m.id LIMIT ?",
+                       f"m.is_sidechain, m.copy, m.session_id {_UNEMBEDDED} ORDER BY m.id LIMIT ?",
                        (after_id, space_id, limit))
-    names = ("id", "uuid", "seq", "role", "kind", "content", "created_at", "message_id", "is_sidechain",
+    names = ("id", "uuid", "seq", "role", "kind", "content", "created_at", "message_id", "is_sidechain", "copy",
              "session_id")
     return [dict(zip(names, row)) for row in cur]
 

@@ -83,9 +83,19 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
 
 
 def _cursor(conn, path):
-    rows = conn.execute("SELECT id, device, inode, offset, warmup FROM transcripts WHERE path = ?",
+    rows = conn.execute("SELECT id, device, inode, offset, warmup, tail FROM transcripts WHERE path = ?",
                         (path,)).fetchall()
     return rows[0] if rows else None
+
+
+TAIL_BYTES = 64
+
+
+def _tail(fh, offset):
+    """The (at most ``TAIL_BYTES``) bytes just before ``offset``: where the last stored line ended."""
+    start = max(0, offset - TAIL_BYTES)
+    fh.seek(start)
+    return fh.read(offset - start)
 
 
 def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
@@ -95,6 +105,8 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         cursor = _cursor(conn, path)
         same_file = cursor is not None and cursor[1] == st.st_dev and cursor[2] == st.st_ino
         offset = cursor[3] if same_file and cursor[3] <= st.st_size else 0
+        if offset and cursor[5] is not None and _tail(fh, offset) != cursor[5]:
+            offset = 0   # rewritten in place: what was before the offset is not what was read
         warmup = cursor[4] if same_file and offset else None
         if cursor is None:
             file_id = conn.execute(
@@ -109,9 +121,10 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         stats.bytes += result.consumed
         stats.add_skips(result.skipped)
         _store(conn, result, file_id, stats, machine)
-        conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, updated_at = ? "
-                     "WHERE id = ?", (st.st_dev, st.st_ino, offset + result.consumed,
-                                      None if ctx.warmup is None else int(ctx.warmup), now_iso(), file_id))
+        end = offset + result.consumed
+        conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, updated_at = ? "
+                     "WHERE id = ?", (st.st_dev, st.st_ino, end, None if ctx.warmup is None else int(ctx.warmup),
+                                      _tail(fh, end), now_iso(), file_id))
         stats.commits += 1
         if stats.before_commit is not None:
             stats.before_commit(conn, stats)
@@ -136,32 +149,46 @@ def _store(conn, result, file_id, stats, machine):
         stats.sessions.update(sessions)
         conn.executemany(
             "INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at, message_id, "
-            "is_sidechain, file_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(r.uuid, r.session_id, seq, r.role, r.kind, clean(r.text) if clean else r.text, r.timestamp,
-              r.message_id, int(r.is_sidechain), file_id) for r, seq in records])
+            "is_sidechain, file_id, copy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(key, r.session_id, seq, r.role, r.kind, clean(r.text) if clean else r.text, r.timestamp,
+              r.message_id, int(r.is_sidechain), file_id, int(copy)) for r, seq, key, copy in records])
         stats.messages += len(records)
     if result.titles:
         _apply_titles(conn, result.titles, file_id, machine, clean)
     _resolve_summaries(conn, file_id)
 
 
+def copy_key(uuid, session_id):
+    """How a line already stored by another session is stored in ``session_id`` (a fork's copy)."""
+    return f"{uuid}@{session_id}"
+
+
 def _new_records(conn, records, stats):
-    """Records whose uuid is not stored yet (nor repeated earlier in this chunk), as (record, None)."""
+    """``[record, seq (None), key, copy]`` of the records not stored yet, in order.
+
+    A record is new when its session does not hold its line yet: the bare uuid
+    stored for that session, or its ``copy_key`` (the line first stored by another
+    session: a fork's copy, stored again under the key, ``copy`` true).
+    """
     if not records:
         return []
-    existing = set()
-    uuids = [r.uuid for r in records]
-    for start in range(0, len(uuids), 500):
-        batch = uuids[start:start + 500]
+    wanted = {r.uuid for r in records} | {copy_key(r.uuid, r.session_id) for r in records}
+    owner = {}   # stored key -> session
+    keys = list(wanted)
+    for start in range(0, len(keys), 500):
+        batch = keys[start:start + 500]
         marks = ",".join("?" * len(batch))
-        existing.update(row[0] for row in conn.execute(f"SELECT uuid FROM messages WHERE uuid IN ({marks})", batch))
+        owner.update(conn.execute(f"SELECT uuid, session_id FROM messages WHERE uuid IN ({marks})", batch))
     fresh = []
     for record in records:
-        if record.uuid in existing:
+        keyed = copy_key(record.uuid, record.session_id)
+        first = owner.get(record.uuid)
+        if first == record.session_id or keyed in owner:
             stats.duplicates += 1
             continue
-        existing.add(record.uuid)
-        fresh.append([record, None])
+        key, copy = (record.uuid, False) if first is None else (keyed, True)
+        owner[key] = record.session_id
+        fresh.append([record, None, key, copy])
     return fresh
 
 
@@ -227,7 +254,9 @@ def _resolve_summaries(conn, file_id):
     """A summary names a session only once its leaf message is read from the same file (FORMAT.md 2.5)."""
     pending = conn.execute("SELECT leaf_uuid, summary FROM pending_summaries WHERE file_id = ?", (file_id,)).fetchall()
     for leaf, summary in pending:
-        rows = conn.execute("SELECT session_id FROM messages WHERE uuid = ? AND file_id = ?", (leaf, file_id)).fetchall()
+        rows = conn.execute("SELECT session_id FROM messages WHERE file_id = ? AND (uuid = ? OR "
+                            "(copy = 1 AND substr(uuid, 1, ?) = ?))",
+                            (file_id, leaf, len(leaf) + 1, leaf + "@")).fetchall()
         if rows:
             conn.execute("UPDATE sessions SET summary = ?, updated_at = ? WHERE id = ? AND summary IS NOT ?",
                          (summary, now_iso(), rows[0][0], summary))

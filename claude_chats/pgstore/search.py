@@ -350,7 +350,7 @@ def _legs(*pairs):
 
 def _filters(filters):
     """SQL conditions over messages ``m`` and conversations ``c``, with their named parameters."""
-    where, params = ["m.kind = ANY(%(kinds)s)"], {"kinds": list(filters.kinds)}
+    where, params = ["m.kind = ANY(%(kinds)s)", "NOT m.is_copy"], {"kinds": list(filters.kinds)}   # copies: found once
     if filters.project_path:
         where.append("(c.project_path = %(project)s OR starts_with(c.project_path, %(prefix)s))")
         params.update(project=filters.project_path, prefix=filters.project_path.rstrip("/") + "/")

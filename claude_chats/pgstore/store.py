@@ -37,7 +37,8 @@ CREATE TEMP TABLE push_conversations (
     parent_session_id text, agent_id text, machine text, updated_at text
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_messages (
-    message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text
+    message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text,
+    is_copy boolean
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_chunks (
     message_uuid text, chunk_index integer, start_char integer, end_char integer, embedding vector
@@ -45,7 +46,7 @@ CREATE TEMP TABLE push_chunks (
 """
 
 _CONVERSATION_TYPES = ["text"] * 10
-_MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text"]
+_MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text", "bool"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
 
 # Newest journal version (by updated_at; the later push on a tie) wins for the
@@ -89,8 +90,8 @@ WHERE {_changed("conversations", "excluded")}
 """
 
 _INSERT_MESSAGES = """
-INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num)
-SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz, t.seq
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, is_copy)
+SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz, t.seq, t.is_copy
 FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
 ON CONFLICT DO NOTHING
 """
@@ -100,9 +101,9 @@ ON CONFLICT DO NOTHING
 # uuids; those messages go after the conversation's last one instead of
 # being lost.
 _INSERT_RENUMBERED = """
-INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num)
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, is_copy)
 SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz,
-       top.seq + row_number() OVER (PARTITION BY c.id ORDER BY t.seq)
+       top.seq + row_number() OVER (PARTITION BY c.id ORDER BY t.seq), t.is_copy
 FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
 CROSS JOIN LATERAL (SELECT coalesce(max(sequence_num), -1) AS seq FROM messages m
                     WHERE m.conversation_id = c.id) top

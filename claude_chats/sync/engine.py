@@ -231,7 +231,8 @@ class Syncer:
         """Chunk vectors of the batch: the journal's when it has them, else embedded now."""
         ids = [r["id"] for r in rows]
         stored = self.local.load(ids) if self.local is not None else {}
-        todo = [i for i, r in enumerate(rows) if r["id"] not in stored]
+        # a fork's copies are not searched, so not embedded: their text has vectors in the session it came from
+        todo = [i for i, r in enumerate(rows) if r["id"] not in stored and not r["copy"]]
         fresh = self._embed([rows[i] for i in todo], [messages[i] for i in todo]) if todo else {}
         if fresh and self.local is not None:
             self.local.save(_spans_of_journal(rows, messages, fresh))

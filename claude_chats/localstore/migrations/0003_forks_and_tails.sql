@@ -1,0 +1,11 @@
+-- Forks (`claude --resume X --fork-session`, `/fork`): a session whose file begins with a copy
+-- of another session's lines, uuids included. A message is a line of one session: the first
+-- session to store a line keeps its bare uuid in messages.uuid; another session holding the
+-- same line stores it as "<uuid>@<session id>" with copy = 1. A copy is read with its own
+-- session (the fork reads whole) but left out of search and embedding (the text is found once).
+ALTER TABLE messages ADD COLUMN copy INTEGER NOT NULL DEFAULT 0;
+
+-- The bytes just before transcripts.offset (at most 64, ending with a newline). A file
+-- rewritten in place (same inode, not shorter) no longer has them there, and is read again
+-- from its start (what is stored already is recognised by its uuid).
+ALTER TABLE transcripts ADD COLUMN tail BLOB;

@@ -1,0 +1,96 @@
+"""The hook, as a fresh process, on transcripts as they really come: not written yet, with
+malformed lines, rewritten in place (issue 12 defects 2 and 4; issue 16 item 10).
+
+A fresh process matters here: the hook never imports ``json``, and what pytest has
+imported would hide what the hook's own process lacks (the C scanner's errors).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import apsw
+import pytest
+
+from claude_chats import paths
+from tests import lines
+
+HOOK = [sys.executable, "-m", "claude_chats.hook"]
+
+
+def run_hook(path, session="sess-1", event="Stop"):
+    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": event}).encode()
+    # run from the transcript's folder, as Claude Code does (not from the checkout, which ``-m`` would import)
+    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path) or None)
+    assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
+    return proc
+
+
+def hook_errors():
+    path = os.path.join(paths.log_dir(), "hook.log")
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        return [json.loads(line)["error"] for line in fh]
+
+
+def contents(session="sess-1"):
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [r[0] for r in conn.execute("SELECT content FROM messages WHERE session_id = ? ORDER BY seq",
+                                           (session,))]
+    finally:
+        conn.close()
+
+
+def last_hook():
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return json.loads(conn.execute("SELECT value FROM state WHERE key = 'last_hook'").fetchall()[0][0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "SessionEnd", "Stop"])
+def test_a_transcript_not_written_yet_is_not_an_error(tmp_path, event):
+    run_hook(tmp_path / "not-yet.jsonl", event=event)
+    assert hook_errors() == []
+    assert last_hook()["event"] == event and last_hook()["messages"] == 0
+
+
+MALFORMED = [b'{"a": 1', b'{"a": 1,}', b'{"type": "user", "uuid": "x", "message": {"role": "user", "cont',
+             b'{"type": tru}', b'[1, 2', b'{"a": "\\q"}', b'{"a": 1} trailing']
+
+
+@pytest.mark.parametrize("bad", MALFORMED)
+def test_a_malformed_line_does_not_stop_the_session(tmp_path, bad):
+    path = tmp_path / "proj" / "sess-1.jsonl"
+    path.parent.mkdir(parents=True)
+    first = [lines.user("before the bad line"), lines.assistant("an answer before it")]
+    path.write_bytes(lines.encode(*first) + bad + b"\n")
+    run_hook(path)
+    assert contents() == ["before the bad line", "an answer before it"]
+    with open(path, "ab") as fh:   # the next turn: lines after the bad one are recorded
+        fh.write(lines.encode(lines.user("after the bad line"), lines.assistant("and its answer")))
+    run_hook(path)
+    assert contents()[2:] == ["after the bad line", "and its answer"]
+    assert hook_errors() == []
+
+
+def test_a_transcript_rewritten_in_place_is_read_again(tmp_path):
+    path = tmp_path / "proj" / "sess-1.jsonl"
+    path.parent.mkdir(parents=True)
+    old = [lines.user(f"old prompt {i}") for i in range(3)]
+    path.write_bytes(lines.encode(*old))
+    run_hook(path)
+    inode = os.stat(path).st_ino
+    new = [lines.user(f"new prompt {i} with a longer text than before") for i in range(6)]
+    with open(path, "r+b") as fh:   # same file, same inode, longer: the stored lines are gone
+        fh.write(lines.encode(*new))
+    assert os.stat(path).st_ino == inode
+    run_hook(path)
+    stored = contents()
+    assert [t for t in stored if t.startswith("new prompt")] == [f"new prompt {i} with a longer text than before"
+                                                                for i in range(6)]
+    assert stored[:3] == [f"old prompt {i}" for i in range(3)]   # what was stored stays
