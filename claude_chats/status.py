@@ -66,7 +66,7 @@ def journal_section():
     path = paths.journal_path()
     empty = {"path": path, "exists": os.path.exists(path), "bytes": file_bytes(path),
              "sessions": 0, "messages": 0, "pending": 0, "synced": 0}
-    return _with_journal(lambda j: {**empty, **j.counts()}, empty)
+    return _with_journal(lambda j: {**empty, **j.counts(), "skipped_lines": j.skipped_lines()}, empty)
 
 
 def _state(journal, key):
@@ -204,6 +204,11 @@ def _journal_lines(r):
         return [f"{j['path']} (not created yet: the first hook run or `chats import` creates it)"]
     lines = [f"{j['path']} ({_size(j['bytes'])})",
              f"{j['sessions']:,} sessions, {j['messages']:,} messages: {j['synced']:,} synced, {j['pending']:,} pending"]
+    skipped = j.get("skipped_lines") or {}
+    if skipped:
+        top = ", ".join(f"{reason} {count:,}" for reason, count in list(skipped.items())[:6])
+        lines.append(f"transcript lines not stored: {sum(skipped.values()):,} ({top}"
+                     + (", ..." if len(skipped) > 6 else "") + ")")
     return lines + ([f"error: {j['error']}"] if j.get("error") else [])
 
 

@@ -29,9 +29,12 @@ COMPACT_BOUNDARY = "compact_boundary"  # marker: "the conversation was compacted
 COMMAND = "command"                # slash-command wrappers, local command output, ! bash input
 META = "meta"                      # isMeta lines, system reminders, IDE notes, task notifications
 INTERRUPT = "interrupt"            # "[Request interrupted by user]"
+RECAP = "recap"                    # Claude Code's recap of the session (system/away_summary)
+LINK = "link"                      # a pull request the session opened (pr-link): "pull request #42 ..."
 
-KINDS = (TEXT, TOOL_USE, TOOL_RESULT, THINKING, COMPACT_SUMMARY, COMPACT_BOUNDARY, COMMAND, META, INTERRUPT)
-DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY)
+KINDS = (TEXT, TOOL_USE, TOOL_RESULT, THINKING, COMPACT_SUMMARY, COMPACT_BOUNDARY, COMMAND, META, INTERRUPT,
+         RECAP, LINK)
+DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY, RECAP, LINK)
 # What a conversation is read as (pages, a hit's neighbouring messages): everything but thinking.
 CONVERSATION_KINDS = tuple(k for k in KINDS if k != THINKING)
 
@@ -68,9 +71,13 @@ _COMMAND_TAGS = ("<command-name>", "<command-message>", "<command-args>", "<loca
 _META_TAGS = ("<system-reminder>", "<ide_opened_file>", "<ide_selection>", "<task-notification>",
               "<user-prompt-submit-hook>", "<session-start-hook>", "Caveat: The messages below were generated")
 _INTERRUPT = "[Request interrupted by user"
+# Record types kept out of the journal, with the reason they are counted under (docs/claude-code-2.1.332.md
+# lists every type a transcript holds and what becomes of it).
 _SKIP_TYPES = {
-    "progress": "progress", "file-history-snapshot": "bookkeeping", "queue-operation": "bookkeeping",
-    "permission-mode": "bookkeeping", "last-prompt": "bookkeeping", "attachment": "attachment",
+    "progress": "progress", "attachment": "attachment",
+    "api-request": "api request log", "api-request-shape": "api request log", "api-request-blob": "api request log",
+    **{t: "bookkeeping" for t in ("file-history-snapshot", "queue-operation", "permission-mode", "last-prompt",
+                                  "mode", "atis-latch", "tools-used", "cost-state")},
 }
 
 
@@ -97,7 +104,8 @@ class Record:
 class Title:
     """A session name seen in the transcript.
 
-    ``source`` is ``custom`` (``/rename``; last one wins), ``agent_name``, or
+    ``source`` is ``custom`` (``/rename``; last one wins), ``agent_name``,
+    ``ai`` (the title Claude Code generates, ``ai-title``; last one wins), or
     ``summary`` (only a title when ``leaf_uuid`` is a message of the same file,
     which the store checks).
     """
@@ -308,22 +316,41 @@ def _parse_object(obj, ctx, result, seen_blocks):
             result.titles.append(Title("summary", None, value.strip(), leaf))
         else:
             result.skip("empty summary")
-    elif kind == "custom-title" or kind == "agent-name":
+    elif isinstance(kind, str) and kind in _TITLE_FIELDS:
         _parse_title(obj, kind, ctx, result)
+    elif kind == "pr-link":
+        _parse_pr_link(obj, ctx, result)
     elif isinstance(kind, str) and kind in _SKIP_TYPES:
         result.skip(_SKIP_TYPES[kind])
     else:
         result.skip(f"unknown type {str(kind)[:40]}")
 
 
+_TITLE_FIELDS = {"custom-title": ("customTitle", "custom"), "agent-name": ("agentName", "agent_name"),
+                 "ai-title": ("aiTitle", "ai")}
+
+
 def _parse_title(obj, kind, ctx, result):
-    field = "customTitle" if kind == "custom-title" else "agentName"
+    field, source = _TITLE_FIELDS[kind]
     value, session = obj.get(field), obj.get("sessionId") or ctx.fallback_session_id
     if isinstance(value, str) and value.strip() and isinstance(session, str):
-        source = "custom" if kind == "custom-title" else "agent_name"
         result.titles.append(Title(source, session, value.strip()))
     else:
         result.skip("empty title")
+
+
+def _parse_pr_link(obj, ctx, result):
+    """A pull request the session opened: a searchable ``link`` record ("which session opened PR 42?").
+
+    The line has no uuid of its own: the PR's URL, per session, is its identity."""
+    url, number = _str(obj.get("prUrl")), obj.get("prNumber")
+    if url is None:
+        result.skip("empty pr-link")
+        return
+    repository = _str(obj.get("prRepository"))
+    text = f"pull request #{number}" if isinstance(number, int) else "pull request"
+    text += f" in {repository}: {url}" if repository else f": {url}"
+    _emit({**obj, "uuid": f"pr-link:{url}"}, ctx, result, [("system", LINK, text)])
 
 
 def _envelope(obj, ctx):
@@ -359,8 +386,19 @@ def _str(value):
 
 
 def _parse_system(obj, ctx, result):
-    if obj.get("subtype") != "compact_boundary":
-        result.skip(f"system {str(obj.get('subtype') or 'status')[:40]}")
+    subtype = obj.get("subtype")
+    content = obj.get("content")
+    if subtype in ("away_summary", "local_command") and isinstance(content, str):
+        text = clean_text(content).strip()
+        if not text:
+            result.skip(f"empty system {subtype}")
+        elif subtype == "away_summary":
+            _emit(obj, ctx, result, [("system", RECAP, text)])
+        else:   # a local slash command (/rename, /recap...) and its output, as older versions wrote them
+            _emit(obj, ctx, result, [("user", COMMAND, text)])
+        return
+    if subtype != "compact_boundary":
+        result.skip(f"system {str(subtype or 'status')[:40]}")
         return
     meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
     detail = ", ".join(f"{k} {meta[k]}" for k in ("trigger", "preTokens") if k in meta)

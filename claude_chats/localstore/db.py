@@ -71,6 +71,12 @@ def migrate(conn):
             conn.execute(f"PRAGMA user_version = {index + 1}")
 
 
+def session_name(alias="s"):
+    """SQL for a session's name: its /rename title, else agent name, AI title, summary, slug."""
+    prefix = f"{alias}." if alias else ""
+    return f"coalesce({', '.join(prefix + c for c in ('name', 'agent_name', 'ai_title', 'summary', 'slug'))})"
+
+
 def get_state(conn, key):
     """A value of the ``state`` table (small facts for ``chats status``), or None."""
     rows = conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchall()

@@ -200,13 +200,13 @@ def _rewrite_sessions(conn, clean, dry_run):
     count = 0
     stamp = times.now_iso()
     with Immediate(conn):
-        for sid, *names in conn.execute("SELECT id, name, agent_name, summary FROM sessions").fetchall():
+        for sid, *names in conn.execute("SELECT id, name, agent_name, ai_title, summary FROM sessions").fetchall():
             new = [clean(n) if n else n for n in names]
             if new != names:
                 count += 1
                 if not dry_run:
-                    conn.execute("UPDATE sessions SET name = ?, agent_name = ?, summary = ?, updated_at = ? "
-                                 "WHERE id = ?", (*new, stamp, sid))
+                    conn.execute("UPDATE sessions SET name = ?, agent_name = ?, ai_title = ?, summary = ?, "
+                                 "updated_at = ? WHERE id = ?", (*new, stamp, sid))
         for file_id, leaf, summary in conn.execute(
                 "SELECT file_id, leaf_uuid, summary FROM pending_summaries").fetchall():
             new = clean(summary)

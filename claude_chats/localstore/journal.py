@@ -58,6 +58,10 @@ class Journal:
         messages, pending = self._one("SELECT count(*), count(*) FILTER (WHERE synced = 0) FROM messages")
         return {"sessions": sessions, "messages": messages, "pending": pending, "synced": messages - pending}
 
+    def skipped_lines(self):
+        """{reason: lines} of the transcript lines read and not stored, most first."""
+        return dict(self.conn.execute("SELECT reason, count FROM skipped_lines ORDER BY count DESC, reason"))
+
     def session(self, session_id):
         cur = self.conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,))
         rows = _dicts(cur)
@@ -121,8 +125,8 @@ class Journal:
         db.set_state(self.conn, key, value)
 
 
-_SESSION_COLUMNS = """s.id AS session_id, coalesce(s.name, s.agent_name, s.summary, s.slug) AS name,
-    s.name AS custom_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
+_SESSION_COLUMNS = f"""s.id AS session_id, {db.session_name()} AS name,
+    s.name AS custom_title, s.ai_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
     s.first_at, s.last_at, s.machine, s.next_seq AS message_count"""
 _MESSAGE_COLUMNS = "uuid, seq, role, kind, content, created_at, message_id, is_sidechain, copy"
 

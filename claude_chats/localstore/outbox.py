@@ -13,11 +13,11 @@ import re
 from datetime import datetime
 
 from ..records import Conversation, Message
-from . import vectors
+from . import db, vectors
 from .db import Immediate
 
-_CONVERSATION_SQL = """
-SELECT id, project_path, git_branch, coalesce(name, agent_name, summary, slug), first_at, last_at,
+_CONVERSATION_SQL = f"""
+SELECT id, project_path, git_branch, {db.session_name(None)}, first_at, last_at,
        parent_session_id, agent_id, machine, updated_at
 FROM sessions"""
 
@@ -50,7 +50,7 @@ def mark_sessions_pushed(conn, conversations_):
     with Immediate(conn):
         conn.executemany(
             "UPDATE sessions SET synced_at = ? WHERE id = ? AND updated_at = ? "
-            "AND coalesce(name, agent_name, summary, slug) IS ? AND git_branch IS ? AND project_path IS ?", rows)
+            f"AND {db.session_name(None)} IS ? AND git_branch IS ? AND project_path IS ?", rows)
 
 
 def as_messages(pending_rows, redact=None):

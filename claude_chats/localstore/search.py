@@ -34,7 +34,7 @@ from ..search.core import (
     selective,
 )
 from ..times import iso
-from . import fts, vectors
+from . import db, fts, vectors
 from .fts import fts_match
 from .journal import Journal
 
@@ -381,7 +381,7 @@ class LocalSearch:
 
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
               "uuid", "content", "is_subagent")
-_HIT_COLUMNS = ("m.session_id, coalesce(s.name, s.agent_name, s.summary, s.slug), s.project_path, s.git_branch, "
+_HIT_COLUMNS = (f"m.session_id, {db.session_name()}, s.project_path, s.git_branch, "
                 "m.role, m.kind, m.seq, m.created_at, m.uuid, m.content, s.agent_id IS NOT NULL")
 
 

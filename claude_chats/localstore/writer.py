@@ -13,7 +13,7 @@ stored (``chats redact --journal``).
 import os
 import stat
 
-from .. import transcript
+from .. import jsonl, transcript
 from ..times import now_iso
 from .db import Immediate
 
@@ -118,8 +118,13 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         ctx = transcript.FileContext.for_path(path)
         ctx.warmup = None if warmup is None else bool(warmup)
         result = transcript.parse_lines(data, ctx)
+        if ctx.agent_id and ctx.fallback_session_id and result.records:
+            _subagent_title(path, ctx, result)
         stats.bytes += result.consumed
         stats.add_skips(result.skipped)
+        if result.skipped:
+            conn.executemany("INSERT INTO skipped_lines (reason, count) VALUES (?, ?) ON CONFLICT (reason) "
+                             "DO UPDATE SET count = count + excluded.count", list(result.skipped.items()))
         _store(conn, result, file_id, stats, machine)
         end = offset + result.consumed
         conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, updated_at = ? "
@@ -129,6 +134,24 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         if stats.before_commit is not None:
             stats.before_commit(conn, stats)
         return result.consumed == 0 or offset + result.consumed >= st.st_size
+
+
+def _subagent_title(path, ctx, result):
+    """The subagent's name from ``agent-<id>.meta.json`` beside its transcript (2.1+: description, type)."""
+    try:
+        with open(path[:-len(".jsonl")] + ".meta.json", "rb") as fh:
+            meta = jsonl.loads(fh.read(1 << 16))
+    except (OSError, ValueError):
+        return
+    if not isinstance(meta, dict):
+        return
+    description, kind = meta.get("description"), meta.get("agentType")
+    name = " ".join(str(v).strip() for v in (description,) if isinstance(v, str) and v.strip())
+    if isinstance(kind, str) and kind.strip() and kind.strip() not in name:
+        name = f"{name} ({kind.strip()})" if name else kind.strip()
+    if name:
+        session = transcript.subagent_session_id(ctx.fallback_session_id, ctx.agent_id)
+        result.titles.append(transcript.Title("agent_name", session, name[:500]))
 
 
 def _read_lines(fh, offset, chunk_bytes):
@@ -235,6 +258,9 @@ def _upsert_sessions(conn, records, machine):
     return info.keys()
 
 
+_TITLE_COLUMNS = {"custom": "name", "agent_name": "agent_name", "ai": "ai_title"}
+
+
 def _apply_titles(conn, titles, file_id, machine, clean=None):
     stamp = now_iso()
     for title in titles:
@@ -243,7 +269,7 @@ def _apply_titles(conn, titles, file_id, machine, clean=None):
             conn.execute("INSERT OR REPLACE INTO pending_summaries (file_id, leaf_uuid, summary) VALUES (?, ?, ?)",
                          (file_id, title.leaf_uuid, value))
             continue
-        column = "name" if title.source == "custom" else "agent_name"
+        column = _TITLE_COLUMNS[title.source]
         conn.execute("INSERT INTO sessions (id, machine, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
                      (title.session_id, machine, stamp))
         conn.execute(f"UPDATE sessions SET {column} = ?, updated_at = ? WHERE id = ? AND {column} IS NOT ?",

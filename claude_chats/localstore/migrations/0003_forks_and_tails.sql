@@ -9,3 +9,14 @@ ALTER TABLE messages ADD COLUMN copy INTEGER NOT NULL DEFAULT 0;
 -- rewritten in place (same inode, not shorter) no longer has them there, and is read again
 -- from its start (what is stored already is recognised by its uuid).
 ALTER TABLE transcripts ADD COLUMN tail BLOB;
+
+-- The title Claude Code generates for a session (`ai-title`, since 2.1): a session's name is the
+-- first of its /rename title, agent name, AI title, summary, slug.
+ALTER TABLE sessions ADD COLUMN ai_title TEXT;
+
+-- Transcript lines read and not stored, by reason ("bookkeeping", "api request log", "unknown type X"),
+-- counted by every reader (the hook and `chats import`); `chats status` shows them.
+CREATE TABLE skipped_lines (
+    reason TEXT PRIMARY KEY,
+    count  INTEGER NOT NULL
+);
