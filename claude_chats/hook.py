@@ -100,12 +100,36 @@ def run(payload, conn):
         writer.ingest_session(conn, transcript_path, stats)
     if agent_path:
         writer.ingest_file(conn, agent_path, stats)
+    answer = payload.get("last_assistant_message")
+    if answer and payload.get("hook_event_name") in FINAL_ANSWER_EVENTS:
+        session = final_answer_session(payload)
+        if session:
+            writer.record_final_answer(conn, session, answer, stats, project_path=_text(payload, "cwd"))
     if stats.messages:
         from .sync import background
         background.maybe_start(conn)
     if not stats.commits:
         record_run(conn, stats)
     return stats
+
+
+FINAL_ANSWER_EVENTS = ("Stop", "SubagentStop")
+
+
+def _text(payload, key):
+    value = payload.get(key)
+    return value if isinstance(value, str) and value and "\x00" not in value else None
+
+
+def final_answer_session(payload):
+    """The session a Stop (the main conversation) or SubagentStop (``<session>:agent-<id>``) answer belongs to."""
+    from .transcript import subagent_session_id
+
+    session = _text(payload, "session_id")
+    if session and payload.get("hook_event_name") == "SubagentStop":
+        agent = _text(payload, "agent_id")
+        return subagent_session_id(session, agent) if agent else None
+    return session
 
 
 def trim_wal(conn):

@@ -94,3 +94,59 @@ def test_a_transcript_rewritten_in_place_is_read_again(tmp_path):
     assert [t for t in stored if t.startswith("new prompt")] == [f"new prompt {i} with a longer text than before"
                                                                 for i in range(6)]
     assert stored[:3] == [f"old prompt {i}" for i in range(3)]   # what was stored stays
+
+
+def stop(path, answer, session="sess-1", event="Stop", **extra):
+    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": event,
+                       "last_assistant_message": answer, **extra}).encode()
+    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path))
+    assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
+
+
+def rows(session="sess-1"):
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return conn.execute("SELECT seq, role, content, uuid FROM messages WHERE session_id = ? ORDER BY seq",
+                            (session,)).fetchall()
+    finally:
+        conn.close()
+
+
+def test_stop_stores_the_final_answer_before_its_line_is_written(tmp_path):
+    """Issue 12 defect 1: Stop runs before Claude Code writes the turn's last assistant line."""
+    path = tmp_path / "sess-1.jsonl"
+    prompt, answer = lines.user("why does the kiwi build fail"), lines.assistant("the kiwi build lacks a lockfile")
+    path.write_bytes(lines.encode(prompt))
+    stop(path, "the kiwi build lacks a lockfile")
+    assert [r[2] for r in rows()] == ["why does the kiwi build fail", "the kiwi build lacks a lockfile"]
+    with open(path, "ab") as fh:      # the line arrives; the next turn's hook reads it
+        fh.write(lines.encode(answer, lines.user("thanks, next: the fig tests")))
+    run_hook(path, event="UserPromptSubmit")
+    stored = rows()
+    assert [r[2] for r in stored] == ["why does the kiwi build fail", "the kiwi build lacks a lockfile",
+                                      "thanks, next: the fig tests"]
+    assert stored[1][3] == answer["uuid"]           # the stand-in took the line's identity
+    conn = apsw.Connection(paths.journal_path())
+    conn.execute("UPDATE transcripts SET offset = 0")    # a full re-read stores nothing twice
+    conn.close()
+    run_hook(path)
+    assert len(rows()) == 3 and hook_errors() == []
+
+
+def test_stop_stores_nothing_when_the_line_was_there_in_time(tmp_path):
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(lines.user("a plum question"), lines.assistant("a plum answer")))
+    stop(path, "a plum answer")
+    stop(path, "a plum answer")                     # Stop again: still nothing twice
+    assert [r[2] for r in rows()] == ["a plum question", "a plum answer"]
+
+
+def test_subagent_stop_stores_the_subagents_final_answer(tmp_path):
+    parent = tmp_path / "sess-1.jsonl"
+    parent.write_bytes(lines.encode(lines.user("delegate the pear count")))
+    agent = tmp_path / "sess-1" / "subagents" / "agent-a7.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_bytes(lines.encode(lines.user("count the pears", isSidechain=True, agentId="a7")))
+    stop(parent, "there are 12 pears", event="SubagentStop", agent_id="a7", agent_transcript_path=str(agent))
+    assert [r[2] for r in rows("sess-1:agent-a7")] == ["count the pears", "there are 12 pears"]
+    assert [r[2] for r in rows()] == ["delegate the pear count"]

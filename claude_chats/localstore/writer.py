@@ -168,6 +168,8 @@ def _store(conn, result, file_id, stats, machine):
     records = _new_records(conn, result.records, stats)
     clean = stats.redactor() if records or result.titles else None
     if records:
+        records = _claim_final_answers(conn, records, clean, file_id, stats)
+    if records:
         sessions = _upsert_sessions(conn, records, machine)
         stats.sessions.update(sessions)
         conn.executemany(
@@ -213,6 +215,81 @@ def _new_records(conn, records, stats):
         owner[key] = record.session_id
         fresh.append([record, None, key, copy])
     return fresh
+
+
+# -- a turn's final answer, from the Stop payload ------------------------------------------
+
+
+def record_final_answer(conn, session_id, text, stats, project_path=None, machine=None):
+    """Store a turn's final answer from the Stop hook's ``last_assistant_message`` when the
+    transcript does not hold it yet; True when it was stored.
+
+    Claude Code often runs Stop before it writes the turn's last assistant line. The answer
+    is then stored now, as the session's next message, and listed in ``final_answers``; when
+    the line arrives (``_claim_final_answers``) the message takes the line's uuid, so the line
+    is not stored twice and a re-read of the file finds it stored. Nothing is stored when the
+    session's last assistant text already is this answer (the line was there in time).
+    """
+    text = transcript.clean_text(text) if isinstance(text, str) else ""
+    if not text:
+        return False
+    clean = stats.redactor()
+    content = clean(text) if clean else text
+    if _last_answer(conn, session_id) == content:   # the common case, read without taking the write lock
+        return False
+    with Immediate(conn):
+        if _last_answer(conn, session_id) == content:
+            return False
+        stamp = now_iso()
+        rows = conn.execute("SELECT next_seq FROM sessions WHERE id = ?", (session_id,)).fetchall()
+        if not rows:
+            conn.execute("INSERT INTO sessions (id, project_path, machine, first_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                         (session_id, project_path, machine or machine_name(), stamp, stamp))
+        seq = rows[0][0] if rows else 0
+        conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
+                     "VALUES (?, ?, ?, 'assistant', ?, ?, ?)",
+                     (f"stop:{session_id}:{seq}", session_id, seq, transcript.TEXT, content, stamp))
+        conn.execute("INSERT INTO final_answers (message_id) VALUES (?)", (conn.last_insert_rowid(),))
+        conn.execute("UPDATE sessions SET next_seq = ?, last_at = max(coalesce(last_at, ''), ?), updated_at = ? "
+                     "WHERE id = ?", (seq + 1, stamp, stamp, session_id))
+        stats.messages += 1
+        stats.commits += 1
+        if stats.before_commit is not None:
+            stats.before_commit(conn, stats)
+    return True
+
+
+def _last_answer(conn, session_id):
+    rows = conn.execute("SELECT content FROM messages WHERE session_id = ? AND role = 'assistant' AND kind = 'text' "
+                        "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _claim_final_answers(conn, records, clean, file_id, stats):
+    """The new records, less the final answers stored from a Stop payload whose line this is:
+    those messages take the line's uuid, API message id and file (``record_final_answer``)."""
+    sessions = {r.session_id for r, *_ in records if r.role == "assistant" and r.kind == transcript.TEXT}
+    if not sessions:
+        return records
+    marks = ",".join("?" * len(sessions))
+    waiting = {(session, content): message for message, session, content in conn.execute(
+        f"SELECT f.message_id, m.session_id, m.content FROM final_answers f JOIN messages m ON m.id = f.message_id "
+        f"WHERE m.session_id IN ({marks})", list(sessions))}
+    if not waiting:
+        return records
+    kept = []
+    for item in records:
+        record, _seq, key, _copy = item
+        message = waiting.pop((record.session_id, clean(record.text) if clean else record.text), None) \
+            if record.role == "assistant" and record.kind == transcript.TEXT else None
+        if message is None:
+            kept.append(item)
+            continue
+        conn.execute("UPDATE messages SET uuid = ?, message_id = ?, file_id = ? WHERE id = ?",
+                     (key, record.message_id, file_id, message))
+        conn.execute("DELETE FROM final_answers WHERE message_id = ?", (message,))
+        stats.duplicates += 1
+    return kept
 
 
 _UPSERT_SESSION = """

@@ -20,3 +20,11 @@ CREATE TABLE skipped_lines (
     reason TEXT PRIMARY KEY,
     count  INTEGER NOT NULL
 );
+
+-- A turn's final answer recorded from the Stop (or SubagentStop) hook's payload
+-- (`last_assistant_message`) because Claude Code had not yet written its line to the
+-- transcript. When the line arrives, the message takes the line's uuid and leaves this
+-- table; until then the row says the message stands in for a line still to come.
+CREATE TABLE final_answers (
+    message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE
+);
