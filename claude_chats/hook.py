@@ -1,10 +1,13 @@
-"""``record-conversation``: the Claude Code hook (Stop, UserPromptSubmit, PreCompact, SessionEnd).
+"""``record-conversation``: the Claude Code hook (SessionStart, UserPromptSubmit, Stop, SubagentStop,
+PreCompact, SessionEnd).
 
 Reads the hook payload on stdin and stores the transcript lines written since
-the last run into the local journal. The contract (DESIGN.md): exit 0 always,
-nothing on stdout, errors logged with the session id, tens of milliseconds.
-So the import path is stdlib + apsw + the parser and writer, nothing else: no
-numpy, no providers, no MCP, no Postgres driver (a test guards this).
+the last run into the local journal. The contract (DESIGN.md): exit 0 always;
+nothing on stdout but valid hook JSON where Claude Code reads it (SessionStart's
+``additionalContext``: where the session's full record is, after a compaction or
+on a resume); errors logged with the session id; tens of milliseconds. So the
+import path is stdlib + apsw + the parser and writer, nothing else: no numpy, no
+providers, no MCP, no Postgres driver (tests/test_layers.py guards this).
 """
 
 import os
@@ -30,6 +33,9 @@ def main():
         payload = _read_payload()
         conn = open_journal()
         run(payload, conn)
+        answer = respond(payload, conn)
+        if answer:
+            os.write(1, answer.encode("utf-8"))   # the one output: hook JSON, written whole, unbuffered
         trim_wal(conn)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail Claude Code
         log_error(payload, exc)
@@ -111,6 +117,27 @@ def run(payload, conn):
     if not stats.commits:
         record_run(conn, stats)
     return stats
+
+
+def respond(payload, conn):
+    """The hook JSON Claude Code reads back from this run, or None (print nothing).
+
+    SessionStart after a compaction or on a resume: where this session's full record is, and
+    (after a compaction) an index of what was compacted, as ``additionalContext``.
+    """
+    event = payload.get("hook_event_name")
+    if event != "SessionStart":
+        return None
+    session = _text(payload, "session_id")
+    if not session:
+        return None
+    from .localstore import recall
+
+    context = recall.session_context(conn, session, payload.get("source"))
+    if not context:
+        return None
+    return jsonl.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},
+                       ensure_ascii=False)
 
 
 FINAL_ANSWER_EVENTS = ("Stop", "SubagentStop")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from . import config, paths
 from .errors import ConfigError
 
-HOOK_EVENTS = ("Stop", "SubagentStop", "UserPromptSubmit", "PreCompact", "SessionEnd")
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
 HOOK_NAME = "record-conversation"
 HOOK_TIMEOUT = 30          # seconds; the hook returns in tens of milliseconds
 MCP_NAME = "conversation-memory"

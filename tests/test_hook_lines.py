@@ -150,3 +150,60 @@ def test_subagent_stop_stores_the_subagents_final_answer(tmp_path):
     stop(parent, "there are 12 pears", event="SubagentStop", agent_id="a7", agent_transcript_path=str(agent))
     assert [r[2] for r in rows("sess-1:agent-a7")] == ["count the pears", "there are 12 pears"]
     assert [r[2] for r in rows()] == ["delegate the pear count"]
+
+
+def session_start(path, source, session="sess-1"):
+    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": "SessionStart",
+                       "source": source, "cwd": "/work/proj"}).encode()
+    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path))
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    return proc.stdout
+
+
+def compacted_transcript(path, turns=8):
+    out = []
+    for i in range(turns):
+        out += [lines.user(f"prompt {i}: make the apricot parser handle case {i}"),
+                lines.assistant([{"type": "tool_use", "id": f"t{i}", "name": "Edit",
+                                  "input": {"file_path": f"/work/proj/apricot_{i % 3}.py"}}]),
+                lines.user([{"type": "tool_result", "tool_use_id": f"t{i}",
+                             "content": f"ok\nValueError: bad apricot token {i}" if i == 5 else "ok"}]),
+                lines.assistant(f"done with case {i}, the marker is quince-{i}")]
+    out += [{"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+             "uuid": "b-1", "sessionId": "sess-1", "timestamp": "2026-01-01T01:00:00.000Z",
+             "compactMetadata": {"trigger": "manual", "preTokens": 9000}},
+            lines.user("This session is being continued from a previous conversation. Summary: apricot work.",
+                       isCompactSummary=True)]
+    path.write_bytes(lines.encode(*out))
+
+
+def test_session_start_after_a_compaction_points_at_the_record(tmp_path):
+    """Issue 13: the hook answers SessionStart(compact) with the session's seq range and an index."""
+    path = tmp_path / "sess-1.jsonl"
+    compacted_transcript(path)
+    out = json.loads(session_start(path, "compact"))
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "session_id sess-1" in context and "seq 0 to 31" in context
+    assert 'get_conversation(session_id="sess-1", start_seq=0, end_seq=31)' in context
+    assert "#0 prompt 0: make the apricot parser handle case 0" in context and "case 7" in context
+    assert "/work/proj/apricot_0.py" in context and "ValueError: bad apricot token 5" in context
+    assert "quince-7" in context and len(context) <= 2000
+    assert [r[2] for r in rows()][-1].startswith("This session is being continued")   # recorded first
+
+
+def test_session_start_says_nothing_at_startup_and_points_on_resume(tmp_path):
+    path = tmp_path / "sess-1.jsonl"
+    assert session_start(path, "startup") == b""           # nothing recorded, nothing to say
+    path.write_bytes(lines.encode(lines.user("a damson question"), lines.assistant("a damson answer")))
+    assert session_start(path, "startup") == b""
+    context = json.loads(session_start(path, "resume"))["hookSpecificOutput"]["additionalContext"]
+    assert "session_id sess-1" in context and "2 messages" in context
+
+
+def test_the_index_keeps_the_first_and_latest_prompts_within_its_budget(tmp_path):
+    path = tmp_path / "sess-1.jsonl"
+    compacted_transcript(path, turns=200)
+    context = json.loads(session_start(path, "compact"))["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= 2000
+    assert "#0 prompt 0:" in context and "prompt 199:" in context and "more" in context
