@@ -82,6 +82,9 @@ SETTINGS = {
                 help="seconds between background syncs started by the hook (5m, 1h; 0 or off: never)"),
         Setting("redact", ("CLAUDE_CHATS_REDACT",), True, kind=_bool,
                 help="redact secrets before text leaves the machine"),
+        Setting("recall_hints", ("CLAUDE_CHATS_RECALL_HINTS",), True, kind=_bool,
+                help="on each prompt, point Claude at up to 3 other sessions that strongly match it "
+                     "(a full-text probe of the journal by the hook)"),
         Setting("journal_redact", ("CLAUDE_CHATS_JOURNAL_REDACT",), False, kind=_bool,
                 help="store redacted text in the local journal too (hook and import); "
                      "`chats redact --journal` rewrites what is already stored"),
@@ -163,7 +166,7 @@ def journal_redactor(settings=None):
     ``chats import`` store message text, session names and summaries through)."""
     if not (settings or load()).journal_redact:
         return None
-    from .redact import redact   # imported only when the setting is on: the hook's path
+    from .redact import redact  # imported only when the setting is on: the hook's path
     return redact
 
 

@@ -66,6 +66,29 @@ def _path(payload, key):
     return os.path.expanduser(value)
 
 
+RECALL_HINTS_DEFAULT = True   # config.py's default for recall_hints (a test checks they agree)
+
+
+def recall_hints_on():
+    """The ``recall_hints`` setting, read cheaply: the configuration is parsed only when the
+    environment or the config file names it."""
+    env = os.environ.get("CLAUDE_CHATS_RECALL_HINTS", "").strip().lower()
+    if env in ("0", "false", "no", "off"):
+        return False
+    if env in ("1", "true", "yes", "on"):
+        return True
+    if not env:   # anything else in the environment: the config module says what is wrong with it
+        try:
+            with open(paths.config_path(), "rb") as fh:
+                if b"recall_hints" not in fh.read():
+                    return RECALL_HINTS_DEFAULT
+        except (FileNotFoundError, NotADirectoryError):
+            return RECALL_HINTS_DEFAULT
+    from . import config
+
+    return bool(config.load().recall_hints)
+
+
 def journal_redactor():
     """``config.journal_redactor()``, read only on a turn that stores something, and cheaply: the
     environment and a peek at the small config file say whether the setting can be on at all, and
@@ -124,16 +147,22 @@ def respond(payload, conn):
 
     SessionStart after a compaction or on a resume: where this session's full record is, and
     (after a compaction) an index of what was compacted, as ``additionalContext``.
+    UserPromptSubmit (the ``recall_hints`` setting): pointers to other sessions that strongly
+    match the prompt, when there are any.
     """
     event = payload.get("hook_event_name")
-    if event != "SessionStart":
-        return None
     session = _text(payload, "session_id")
-    if not session:
-        return None
-    from .localstore import recall
+    if event == "SessionStart" and session:
+        from .localstore import recall
 
-    context = recall.session_context(conn, session, payload.get("source"))
+        context = recall.session_context(conn, session, payload.get("source"))
+    elif event == "UserPromptSubmit" and isinstance(payload.get("prompt"), str) and recall_hints_on():
+        from .localstore import recall
+
+        hints = recall.recall_hints(conn, payload["prompt"], session)
+        context = recall.hint_context(hints) if hints else None
+    else:
+        return None
     if not context:
         return None
     return jsonl.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},

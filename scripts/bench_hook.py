@@ -7,6 +7,11 @@ the payload on stdin) and, interleaved in the same run, the floor
 and the ratios the budget is stated in (DESIGN.md: hook p50 within 1.3x of the
 floor; 30 MB within 1.15x of 3 MB). A third case stores into a journal with
 the ``journal_redact`` setting on (the budget is stated for the default, off).
+Stop payloads carry ``last_assistant_message`` (the text of the last assistant
+line appended, as when the line is there in time: the hook checks it is stored).
+Two more cases run ``UserPromptSubmit`` with a prompt sharing words with the
+journal: with the ``recall_hints`` probe on (the default; budget 1.5x the floor)
+and off (1.3x).
 ``--compare DIR`` adds a case running the hook from another copy of the
 package (``git archive HEAD claude_chats | tar -x -C DIR``), interleaved, so a
 change is measured against its baseline under the same load.
@@ -34,7 +39,7 @@ def synthetic_line(i, session, rng_words=WORDS):
     base = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/dev/project",
             "sessionId": session, "version": "2.1.0", "gitBranch": "main", "uuid": str(uuid.uuid4()),
             "timestamp": f"2026-01-01T00:{(i // 60) % 60:02d}:{i % 60:02d}.000Z"}
-    text = " ".join(rng_words[(i + k) % len(rng_words)] for k in range(40 + i % 200))
+    text = line_text(i, rng_words)
     kind = i % 4
     if kind == 0:
         base.update(type="user", message={"role": "user", "content": text})
@@ -50,6 +55,19 @@ def synthetic_line(i, session, rng_words=WORDS):
             {"type": "tool_result", "tool_use_id": f"toolu_{i - 1}", "content": output}]},
             toolUseResult={"stdout": output, "stderr": "", "interrupted": False})
     return json.dumps(base) + "\n"
+
+
+def line_text(i, rng_words=WORDS):
+    return " ".join(rng_words[(i + k) % len(rng_words)] for k in range(40 + i % 200))
+
+
+def last_answer(count):
+    """The text of the last assistant text line among lines 0..count-1 (line i is one when i % 4 == 1)."""
+    last = count - 1 - ((count - 1 - 1) % 4)
+    return line_text(last) if last >= 1 else ""
+
+
+PROMPT = "why does the sync keep retrying when postgres is not listening on port 5433"
 
 
 def make_transcript(path, size, session):
@@ -76,6 +94,13 @@ def timed(cmd, stdin_bytes, env):
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} exited {proc.returncode}")
     return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+
+
+def payload_of(case):
+    base = {"session_id": case["session"], "transcript_path": case["path"], "cwd": "/home/dev/project"}
+    if case["prompt"]:
+        return json.dumps({**base, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}).encode()
+    return json.dumps({**base, "hook_event_name": "Stop", "last_assistant_message": last_answer(case["next"])}).encode()
 
 
 def pct(values, q):
@@ -105,7 +130,9 @@ def main():
     env = dict(os.environ, CLAUDE_CHATS_HOME=home, CLAUDE_CHATS_SYNC_INTERVAL="86400")
     cases = {}
     redacting = dict(env, CLAUDE_CHATS_JOURNAL_REDACT="1")
-    variants = [("3MB", 3 << 20, env), ("30MB", 30 << 20, env), ("3MB, journal_redact on", 3 << 20, redacting)]
+    variants = [("3MB", 3 << 20, env), ("30MB", 30 << 20, env), ("3MB, journal_redact on", 3 << 20, redacting),
+                ("3MB, UserPromptSubmit, recall hints on", 3 << 20, env),
+                ("3MB, UserPromptSubmit, recall hints off", 3 << 20, dict(env, CLAUDE_CHATS_RECALL_HINTS="off"))]
     if args.compare:
         subprocess.run([sys.executable, "-m", "compileall", "-q", args.compare], check=True)
         # its own journal: how one version treats the journal's WAL must not help or hurt the other
@@ -118,11 +145,9 @@ def main():
         session = str(uuid.uuid4())
         path = os.path.join(work, f"{session}.jsonl")
         count = make_transcript(path, size, session)
-        payload = json.dumps({"session_id": session, "transcript_path": path, "cwd": "/home/dev/project",
-                              "hook_event_name": "Stop"}).encode()
-        timed([hook], payload, case_env)  # first run imports the whole file (not measured)
-        cases[label] = {"path": path, "payload": payload, "session": session, "next": count, "env": case_env,
-                        "wall": [], "rss": [], "cpu": []}
+        cases[label] = {"path": path, "session": session, "next": count, "env": case_env,
+                        "prompt": "UserPromptSubmit" in label, "wall": [], "rss": [], "cpu": []}
+        timed([hook], payload_of(cases[label]), case_env)  # first run imports the whole file (not measured)
     floor = {"wall": [], "rss": [], "cpu": []}
     for _ in range(args.runs):
         w, r, c = timed([sys.executable, "-c", "import apsw"], b"", env)
@@ -134,7 +159,7 @@ def main():
                 for _ in range(2):
                     fh.write(synthetic_line(case["next"], case["session"]))
                     case["next"] += 1
-            w, r, c = timed([hook], case["payload"], case["env"])
+            w, r, c = timed([hook], payload_of(case), case["env"])
             case["wall"].append(w)
             case["rss"].append(r)
             case["cpu"].append(c)
@@ -152,6 +177,10 @@ def main():
     print(f"ratio hook(30MB) / hook(3MB) p50: {h30 / h3:.2f}x  (budget 1.15x)")
     hr = statistics.median(cases["3MB, journal_redact on"]["wall"])
     print(f"ratio hook(3MB, journal_redact on) / floor p50: {hr / f50:.2f}x  (+{1000 * (hr - h3):.1f} ms over off)")
+    on = statistics.median(cases["3MB, UserPromptSubmit, recall hints on"]["wall"])
+    off = statistics.median(cases["3MB, UserPromptSubmit, recall hints off"]["wall"])
+    print(f"ratio hook(UserPromptSubmit, hints on) / floor p50: {on / f50:.2f}x  (budget 1.50x); "
+          f"hints off: {off / f50:.2f}x  (budget 1.30x); on / off {on / off:.2f}x")
     if args.compare:
         hc = statistics.median(cases["3MB, code from --compare"]["wall"])
         print(f"ratio hook(3MB, --compare) / floor p50: {hc / f50:.2f}x  (this code: {h3 / f50:.2f}x)")

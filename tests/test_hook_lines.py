@@ -207,3 +207,43 @@ def test_the_index_keeps_the_first_and_latest_prompts_within_its_budget(tmp_path
     context = json.loads(session_start(path, "compact"))["hookSpecificOutput"]["additionalContext"]
     assert len(context) <= 2000
     assert "#0 prompt 0:" in context and "prompt 199:" in context and "more" in context
+
+
+def prompt_submit(path, prompt, session="sess-new"):
+    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": "UserPromptSubmit",
+                       "prompt": prompt, "cwd": "/work/proj"}).encode()
+    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path))
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else None
+
+
+def history(tmp_path):
+    old = tmp_path / "sess-old.jsonl"
+    old.write_bytes(lines.encode(
+        lines.user("the nectarine importer drops rows with a trailing slash in the manifest path", session="sess-old"),
+        lines.assistant("the nectarine importer strips the trailing slash before matching manifest paths now",
+                        session="sess-old"),
+        *[lines.user(f"filler question {i} about something else entirely", session="sess-old") for i in range(20)]))
+    run_hook(old, session="sess-old")
+    return tmp_path / "sess-new.jsonl"
+
+
+def test_a_prompt_about_earlier_work_gets_a_pointer(tmp_path):
+    """Issue 13 item 3: a strong full-text match in another session becomes a one-line pointer."""
+    new = history(tmp_path)
+    context = prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash again")
+    assert context and "session_id sess-old seq" in context and context.count("\n- ") == 1
+    assert prompt_submit(new, "add a unit test for this function") is None          # nothing strong: nothing
+    assert prompt_submit(new, "nectarine importer trailing slash manifest", session="sess-old") is None  # itself
+
+
+def test_recall_hints_off_says_nothing(tmp_path, monkeypatch):
+    new = history(tmp_path)
+    monkeypatch.setenv("CLAUDE_CHATS_RECALL_HINTS", "off")
+    assert prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash again") is None
+
+
+def test_the_hooks_default_is_the_settings():
+    from claude_chats import config, hook
+
+    assert hook.RECALL_HINTS_DEFAULT is config.SETTINGS["recall_hints"].default

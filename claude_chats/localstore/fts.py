@@ -10,7 +10,8 @@ words, ``-word`` excludes, English stopwords dropped), or as any of its words.
 
 import re
 
-from ..search.core import STOPWORDS, any_words, terms
+from ..search.core import any_words, terms
+from ..words import STOPWORDS
 
 _TOKEN = re.compile(r'(-?)"([^"]*)"?|(-?)([^\s"]+)')
 

@@ -1,4 +1,4 @@
-"""What the hook tells Claude at a session's start: where its memory is, and what compaction dropped.
+"""What the hook tells Claude: where its memory is, what compaction dropped, what looks related.
 
 ``session_context(conn, session_id, source)`` is the ``additionalContext`` of a
 ``SessionStart`` hook: after a compaction (``source`` "compact") it says that the
@@ -8,11 +8,22 @@ from the journal without a model (the person's prompts one line each, files
 edited, error lines, the assistant's last words), within ``BUDGET`` characters.
 On "resume" the same pointer, without the index. None when there is nothing to say.
 
+``recall_hints(conn, prompt, session_id)`` is a cheap full-text probe of a prompt
+against the other sessions (UserPromptSubmit): at most three one-line pointers,
+and only when the best matches are strong (a wrong hint costs the person's
+context window every turn: precision first).
+
 Stdlib only and a handful of indexed queries: the hook runs this (and must stay
 within tens of milliseconds).
 """
 
+import math
+
 from .. import transcript
+from ..words import MATCH_ROWS, STOPWORDS, alnum_words, selective
+from .db import session_name
+
+_SESSION_NAME = session_name()
 
 BUDGET = 2000              # characters of additionalContext (Claude Code accepts far more: keep it small)
 PROMPT_CHARS = 110         # each prompt of the index, on one line
@@ -145,3 +156,93 @@ def _error_line(text):
         if any(mark in line for mark in ERROR_MARKS):
             return _line(line.strip(), ERROR_CHARS)
     return None
+
+
+# -- recall hints (UserPromptSubmit) ---------------------------------------------------------
+
+HINT_KINDS = (transcript.TEXT, transcript.COMPACT_SUMMARY, transcript.RECAP, transcript.LINK)
+HINTS = 3                  # pointers at most
+# The best message of a session must reach a bm25 of HINT_STRENGTH x ln(messages in the journal): bm25 weighs
+# a word by its rarity, ln(N / holders), so scores grow with the journal and the bar with them.
+# scripts/bench_hints.py chose 1.9 on the dev split of tests/data/queries (15 on its 2,727 messages).
+HINT_STRENGTH = 1.9
+HINT_MIN_TERMS = 3         # ... holding at least this many of the prompt's words
+HINT_MIN_SHARE = 0.4       # ... and at least this share of them
+HINT_TERMS = 24            # words of a long prompt that are probed
+HINT_ROWS = 200            # best full-text matches looked at
+SNIPPET_CHARS = 160
+
+
+def prompt_terms(prompt):
+    """The words of a prompt worth probing: 3+ characters, not stop words, each once."""
+    seen, out = set(), []
+    for word in alnum_words(prompt or "", limit=256):
+        key = word.lower()
+        if len(word) >= 3 and key not in STOPWORDS and key not in seen:
+            seen.add(key)
+            out.append(word)
+    return out[:HINT_TERMS]
+
+
+def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
+    """Up to ``HINTS`` other sessions whose best message strongly matches ``prompt``:
+    ``[{session_id, seq, name, last_at, score, matched, snippet}]``, best first; [] when none is strong.
+
+    A strong match: the message's bm25 reaches ``strength`` x ln(journal size) and it holds at least
+    ``HINT_MIN_TERMS`` and ``HINT_MIN_SHARE`` of the prompt's words. The current session and its
+    subagents, a fork's copies, and tool output are left out: a hint must point somewhere new.
+    """
+    terms = prompt_terms(prompt)
+    if len(terms) < HINT_MIN_TERMS:
+        return []
+    size = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0
+    min_score = strength * math.log(max(size, 2))
+    counts = [conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+                           (_quote(t), MATCH_ROWS + 1)).fetchall()[0][0] for t in terms]   # each read bounded
+    probed, how = selective(terms, counts, size)   # as search does: the rarest words when all would match too much
+    if how == "all":
+        return []   # only very common words: nothing specific to point at
+    match = " OR ".join(_quote(t) for t in probed)
+    current = session_id or ""
+    rows = conn.execute(
+        f"SELECT m.session_id, m.seq, -f.rank, m.content, {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
+        f"FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT {HINT_ROWS}) f "
+        f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.copy = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) AND m.session_id != ? "
+        f"AND coalesce(s.parent_session_id, '') != ? ORDER BY f.rank LIMIT 40",
+        (match, *HINT_KINDS, current, current)).fetchall()
+    hints, sessions = [], set()
+    for session, seq, score, content, name, last_at in rows:
+        if score < min_score or len(hints) == HINTS:
+            break
+        root = session.split(":agent-")[0]
+        if root in sessions:
+            continue
+        matched = _matched(terms, content)
+        if matched < HINT_MIN_TERMS or matched < HINT_MIN_SHARE * len(terms):
+            continue
+        sessions.add(root)
+        hints.append({"session_id": session, "seq": seq, "name": name, "last_at": last_at,
+                      "score": round(score, 2), "matched": matched, "snippet": _line(content, SNIPPET_CHARS)})
+    return hints
+
+
+def _quote(word):
+    return '"' + word.replace('"', '""') + '"'
+
+
+def hint_context(hints):
+    """The additionalContext of a prompt's hints (one line each)."""
+    lines = ["[claude-chats] Earlier sessions look related to this prompt (read with get_conversation or "
+             "search_memory of the conversation-memory MCP server, if they matter):"]
+    for h in hints:
+        when = (h["last_at"] or "")[:10]
+        title = f"\"{_line(h['name'], 60)}\" " if h["name"] else ""
+        lines.append(f"- {title}{when} session_id {h['session_id']} seq {h['seq']}: {h['snippet']}")
+    return "\n".join(lines)
+
+
+def _matched(terms, content):
+    """How many of ``terms`` the text holds (a prefix of each, so stems and plurals count)."""
+    low = content.lower()
+    return sum(1 for t in terms if t.lower()[:max(4, len(t) - 2)] in low)

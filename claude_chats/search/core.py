@@ -23,6 +23,7 @@ from typing import Protocol
 
 from .. import transcript
 from ..errors import SearchError
+from ..words import MATCH_ROWS, STOPWORDS, selective  # noqa: F401 - the kernel's, kept on the ground floor for the hook
 
 MODES = ("hybrid", "semantic", "fulltext")
 LEGS = ("fulltext", "semantic")
@@ -39,7 +40,6 @@ LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}   # weighted RRF: the vector le
 NEIGHBOUR_SPAN = 2        # messages either side whose full-text score a message borrows
 NEIGHBOUR_WEIGHT = 0.35   # ... at this fraction (0: none)
 FULLTEXT_POOL = 5         # x a leg's candidates: the top full-text matches that lend to their neighbours
-MATCH_ROWS = 2000         # "any word" matches at most about this many messages (see ``selective``)
 MATCHES = ("all", "any")
 
 
@@ -154,15 +154,6 @@ def cap_per_session(candidates, per_session, limit):
 
 # -- query words -------------------------------------------------------------------------
 
-STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before
-being below between both but by can could did do does doing down during each few for from further had has
-have having he her here hers herself him himself his how i if in into is it its itself just me more most my
-myself no nor not now of off on once only or other our ours ourselves out over own same she should so some
-such than that the their theirs them themselves then there these they this those through to too under until
-up very was we were what when where which while who whom why will with you your yours yourself yourselves
-""".split())
-
-
 SYNTAX = re.compile(r'"|(?:^|\s)-\w|\bor\b')   # web-search syntax: a phrase, an excluded word, ``or``
 
 
@@ -193,28 +184,6 @@ def any_words(text):
     """The words an any-word full-text query looks for (both stores): the query's terms, split
     and deduplicated as the journal's FTS5 tokenizer splits them."""
     return terms(" ".join(query_terms(text)))
-
-
-def selective(words, counts, total, budget=MATCH_ROWS):
-    """(words, "any" or "all"): what an any-word query matches on, given how many messages hold
-    each word (``counts``, exact or estimated, capped or not) out of ``total``.
-
-    All the words, unless together they would match more than ``budget`` messages of a larger
-    store: then the rarest first while the sum stays within ``budget`` (ties in query order); when
-    even the rarest is in more than ``budget``, every word is required ("all"). Words that
-    common weigh little in bm25 and would make each search score a large part of the store.
-    Both stores choose the same way.
-    """
-    capped = [min(c, budget + 1) for c in counts]
-    if total <= budget or sum(capped) <= budget:
-        return list(words), "any"
-    kept, used = [], 0
-    for i in sorted(range(len(words)), key=lambda i: (capped[i], i)):
-        if used + capped[i] > budget:
-            break
-        kept.append(i)
-        used += capped[i]
-    return ([words[i] for i in sorted(kept)], "any") if kept else (list(words), "all")
 
 
 def shorten(text, limit):
