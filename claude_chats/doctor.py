@@ -88,6 +88,12 @@ class Context:
 def check_hooks(ctx):
     _text, data = install.read_settings(install.settings_path())
     ours = install.our_hooks(data)
+    plugins = [p for p in install.plugin_installs(data) if p["hooks"]]
+    if plugins and ours:
+        return Check("hooks", WARN, f"the hooks are in settings.json and the {plugins[0]['key']} plugin is enabled "
+                     "too: every turn is recorded twice (harmless, slower)", "chats uninstall, or disable the plugin")
+    if plugins:
+        return _plugin_hooks(plugins[0])
     missing = [e for e in install.HOOK_EVENTS if e not in ours]
     if missing:
         return Check("hooks", FAIL, f"no record-conversation hook for {', '.join(missing)} in "
@@ -96,12 +102,20 @@ def check_hooks(ctx):
     if broken:
         return Check("hooks", FAIL, f"hook command not executable: {', '.join(broken)}",
                      "chats install (re-points the hooks at the installed record-conversation)")
-    plugins = [name for name, on in (data.get("enabledPlugins") or {}).items()
-               if on and name.split("@")[0] == "claude-chats"]
-    if plugins:
-        return Check("hooks", WARN, f"the hooks are in settings.json and the {plugins[0]} plugin is enabled too: "
-                     "every turn is recorded twice (harmless, slower)", "chats uninstall, or disable the plugin")
     return Check("hooks", PASS, f"{', '.join(install.HOOK_EVENTS)} run {sorted(ours.values())[0][0]}")
+
+
+def _plugin_hooks(plugin):
+    """The hooks of an installed plugin: all events there, and record-conversation on PATH to run them."""
+    missing = [e for e in install.HOOK_EVENTS if e not in plugin["hooks"]]
+    if missing:
+        return Check("hooks", WARN, f"the {plugin['key']} plugin ({plugin['path']}) has no hook for "
+                     f"{', '.join(missing)}: an older version", f"claude plugin update {plugin['key']}")
+    if not _executable(install.HOOK_NAME):
+        return Check("hooks", FAIL, f"the {plugin['key']} plugin runs {install.HOOK_NAME} from PATH, and it is not "
+                     "on PATH", "uv tool install claude-chats (or pip install claude-chats)")
+    return Check("hooks", PASS, f"{', '.join(install.HOOK_EVENTS)} run {install.HOOK_NAME} from the "
+                 f"{plugin['key']} plugin")
 
 
 def _executable(command):
@@ -118,6 +132,19 @@ def claude_json_path():
 
 
 def check_mcp(ctx):
+    _text, data = install.read_settings(install.settings_path())
+    plugins = [p for p in install.plugin_installs(data) if p["mcp"]]
+    registered = _user_mcp()
+    if plugins and registered.status != PASS:
+        if not _executable("chats"):
+            return Check("mcp", FAIL, f"the {plugins[0]['key']} plugin runs `chats mcp` from PATH, and chats is not "
+                         "on PATH", "uv tool install claude-chats (or pip install claude-chats)")
+        return Check("mcp", PASS, f"{install.MCP_NAME}: `chats mcp`, from the {plugins[0]['key']} plugin")
+    return registered
+
+
+def _user_mcp():
+    """The user-scope MCP server that `chats install` registers."""
     path = claude_json_path()
     fix = _mcp_fix()
     try:

@@ -123,6 +123,50 @@ def our_hooks(data):
     return found
 
 
+# -- the plugin ------------------------------------------------------------------------------
+
+PLUGIN_NAME = "conversation-memory"      # .claude-plugin/plugin.json ("claude-*" names are Anthropic's)
+
+
+def installed_plugins_path():
+    return os.path.join(paths.claude_config_dir(), "plugins", "installed_plugins.json")
+
+
+def plugin_installs(data):
+    """The enabled plugins of settings ``data`` that are claude-chats, as Claude Code records them:
+    ``[{"key", "path", "hooks": [event, ...], "mcp": bool}]``. A plugin is ours when its installed copy
+    (``installed_plugins.json``: ``installPath``) runs ``record-conversation`` from its hooks or serves
+    the ``conversation-memory`` MCP server, whatever it is named."""
+    enabled = [key for key, on in (data.get("enabledPlugins") or {}).items() if on is True]
+    if not enabled:
+        return []
+    try:
+        with open(installed_plugins_path(), encoding="utf-8") as fh:
+            installed = json.load(fh).get("plugins") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    out = []
+    for key in enabled:
+        for entry in installed.get(key) or []:
+            folder = entry.get("installPath") if isinstance(entry, dict) else None
+            if not isinstance(folder, str):
+                continue
+            hooks = our_hooks(_json_file(os.path.join(folder, "hooks", "hooks.json")))
+            mcp = MCP_NAME in (_json_file(os.path.join(folder, ".mcp.json")).get("mcpServers") or {})
+            if hooks or mcp:
+                out.append({"key": key, "path": folder, "hooks": sorted(hooks), "mcp": mcp})
+    return out
+
+
+def _json_file(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            value = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 # -- changing the parsed settings ---------------------------------------------------------
 
 

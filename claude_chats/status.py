@@ -173,8 +173,10 @@ def claude_code_section():
     except Exception as exc:  # noqa: BLE001
         return {"settings": path, "error": str(exc)}
     hooks = install.our_hooks(data)
-    return {"settings": path, "hooks": sorted(hooks),
-            "hooks_missing": [e for e in install.HOOK_EVENTS if e not in hooks]}
+    plugins = install.plugin_installs(data)
+    registered = set(hooks).union(*(p["hooks"] for p in plugins))
+    return {"settings": path, "hooks": sorted(hooks), "plugins": plugins,
+            "hooks_missing": [e for e in install.HOOK_EVENTS if e not in registered]}
 
 
 # -- for people ----------------------------------------------------------------------
@@ -282,6 +284,15 @@ def _claude_lines(r):
     c = r["claude_code"]
     if c.get("error"):
         return [f"error: {c['error']}"]
+    plugins = c.get("plugins") or []
     if c["hooks_missing"]:
-        return [f"hooks missing for {', '.join(c['hooks_missing'])} in {c['settings']} (run `chats install`)"]
-    return [f"hooks registered in {c['settings']}"]
+        where = f"the {plugins[0]['key']} plugin" if plugins else c["settings"]
+        fix = f"claude plugin update {plugins[0]['key']}" if plugins else "chats install"
+        return [f"hooks missing for {', '.join(c['hooks_missing'])} in {where} (run `{fix}`)"]
+    lines = [f"hooks registered by the {p['key']} plugin ({p['path']})" for p in plugins if p["hooks"]]
+    if c["hooks"]:
+        lines.append(f"hooks registered in {c['settings']}")
+    if len(lines) > 1:
+        lines.append("both the plugin and `chats install` record every turn: keep one (chats uninstall, or "
+                     "claude plugin disable)")
+    return lines

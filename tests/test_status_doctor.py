@@ -152,12 +152,10 @@ def test_doctor_hook_pointing_at_a_removed_executable(healthy):
     assert "/gone/venv/bin/record-conversation" in failing("hooks").detail
 
 
-def test_doctor_hooks_and_the_plugin_both_enabled(healthy):
-    path = install.settings_path()
-    with open(path) as fh:
-        data = json.load(fh)
-    with open(path, "w") as fh:
-        json.dump({**data, "enabledPlugins": {"claude-chats@claude-chats": True}}, fh)
+def test_doctor_hooks_and_the_plugin_both_enabled(healthy, tmp_path):
+    from tests.test_plugin_install import install_plugin
+
+    install_plugin(tmp_path)
     assert "recorded twice" in failing("hooks", doctor.WARN).detail
 
 
