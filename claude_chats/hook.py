@@ -127,6 +127,10 @@ def run(payload, conn):
         # A transcript not written yet (a session's first prompt; `claude mcp list`, whose
         # SessionEnd names a file never created) is nothing to record, not an error.
         writer.ingest_session(conn, transcript_path, stats)
+        if payload.get("hook_event_name") == "SessionStart" and payload.get("source") == "fork":
+            # `/fork` starts a background session: no other hook of its own ever fires
+            writer.watch(conn, transcript_path, _text(payload, "session_id"))
+    writer.ingest_watched(conn, stats, skip=transcript_path and os.path.abspath(transcript_path))
     if agent_path:
         writer.ingest_file(conn, agent_path, stats)
     answer = payload.get("last_assistant_message")

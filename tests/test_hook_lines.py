@@ -247,3 +247,25 @@ def test_the_hooks_default_is_the_settings():
     from claude_chats import config, hook
 
     assert hook.RECALL_HINTS_DEFAULT is config.SETTINGS["recall_hints"].default
+
+
+def test_a_slash_fork_background_session_is_followed_by_later_hooks(tmp_path):
+    """/fork starts a background session whose only hook is SessionStart(fork): later hook runs
+    of any session read its transcript too (issue 12 defect 3)."""
+    parent = tmp_path / "sess-1.jsonl"
+    parent.write_bytes(lines.encode(lines.user("before the fork about figs", uid="u-1"),
+                                    lines.assistant("figs answered", uid="a-1")))
+    run_hook(parent)
+    fork = tmp_path / "sess-bg.jsonl"
+    copied = [{**line, "sessionId": "sess-bg"} for line in (lines.user("before the fork about figs", uid="u-1"),
+                                                            lines.assistant("figs answered", uid="a-1"))]
+    fork.write_bytes(lines.encode(*copied))
+    session_start(fork, "fork", session="sess-bg")
+    with open(fork, "ab") as fh:        # the background session goes on; no hook of its own fires
+        fh.write(lines.encode(lines.user("the fork asks about dates", session="sess-bg")))
+    with open(parent, "ab") as fh:
+        fh.write(lines.encode(lines.user("the parent goes on about plums")))
+    run_hook(parent)                      # the parent's next turn
+    assert [r[2] for r in rows("sess-bg")] == ["before the fork about figs", "figs answered",
+                                               "the fork asks about dates"]
+    assert hook_errors() == []

@@ -12,6 +12,7 @@ stored (``chats redact --journal``).
 
 import os
 import stat
+import time
 
 from .. import jsonl, transcript
 from ..times import now_iso
@@ -384,6 +385,32 @@ def subagent_files(transcript_path):
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue
     return sorted(found)
+
+
+WATCH_DAYS = 2
+
+
+def watch(conn, path, session_id):
+    """Have every later hook run read ``path`` too (a session no hook of its own will name)."""
+    conn.execute("INSERT OR IGNORE INTO watched_transcripts (path, session_id, added_at) VALUES (?, ?, ?)",
+                 (os.path.abspath(path), session_id, now_iso()))
+
+
+def ingest_watched(conn, stats, skip=None, now=None):
+    """Read what is new in the watched transcripts; forget those unchanged for ``WATCH_DAYS``."""
+    rows = conn.execute("SELECT path FROM watched_transcripts").fetchall()
+    for (path,) in rows:
+        if path == skip:
+            continue
+        try:
+            stale = (now or time.time()) - os.stat(path).st_mtime > WATCH_DAYS * 86400
+        except OSError:
+            stale = True
+        if stale:
+            conn.execute("DELETE FROM watched_transcripts WHERE path = ?", (path,))
+        else:
+            ingest_file(conn, path, stats)
+    return stats
 
 
 def ingest_session(conn, transcript_path, stats=None, machine=None):

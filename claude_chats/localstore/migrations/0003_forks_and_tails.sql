@@ -28,3 +28,12 @@ CREATE TABLE skipped_lines (
 CREATE TABLE final_answers (
     message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE
 );
+
+-- Transcripts no hook of their own will ever name: the background session `/fork` starts (its
+-- SessionStart is the only hook that fires for it). Every hook run reads them too, until they
+-- have not changed for WATCH_DAYS (localstore/writer.py).
+CREATE TABLE watched_transcripts (
+    path       TEXT PRIMARY KEY,
+    session_id TEXT,
+    added_at   TEXT NOT NULL
+);
