@@ -1,14 +1,8 @@
 """Shared fixtures. Every test gets its own CLAUDE_CHATS_HOME and Claude dirs."""
 
-import os
-import pathlib
-
 import pytest
 
-pytest_plugins = ["tests.fixtures_model", "tests.fixtures_pg"]
-
-SHARED = pathlib.Path(__file__).resolve().parent.parent.parent / "shared"
-CORPUS = SHARED / "corpus" / "transcripts"
+pytest_plugins = ["tests.support.model", "tests.support.pg", "tests.support.corpus", "tests.support.journals"]
 
 _ISOLATED_ENV = (
     "CLAUDE_CHATS_PROVIDER", "CLAUDE_CHATS_MODEL", "CLAUDE_CHATS_DIMENSIONS", "CLAUDE_CHATS_THREADS",
@@ -32,10 +26,3 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
     monkeypatch.setenv("CLAUDE_CHATS_SYNC_INTERVAL", "0")  # no background sync from tests' hooks
     return home
-
-
-@pytest.fixture
-def corpus():
-    if not CORPUS.is_dir():
-        pytest.skip("../shared/corpus/transcripts not present")
-    return CORPUS

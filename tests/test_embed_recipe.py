@@ -21,9 +21,8 @@ from claude_chats.stores import open_searcher
 from claude_chats.faults import ENV as DIE_AT
 from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
-from tests import lines, redaction_corpus
-from tests.fixtures_pg import HashEmbedder
-from tests.test_models_http import Server, openai_embeddings
+from tests.support import lines, redaction_corpus
+from tests.support.fakes import HashEmbedder, Server, openai_embeddings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAY = "2026-01-01T10:00:00.000Z"
@@ -242,7 +241,7 @@ from claude_chats import config
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import with_text
 from claude_chats.sync.runner import run_sync
-from tests.fixtures_pg import HashEmbedder
+from tests.support.fakes import HashEmbedder
 settings = config.load({"database_url": sys.argv[2], "embed_text": sys.argv[3]})
 with Journal.open(sys.argv[1]) as journal:
     report = run_sync(settings, journal=journal, provider=with_text(HashEmbedder(), settings), batch_size=4)

@@ -11,7 +11,7 @@ from claude_chats import evaluate, paths
 from claude_chats.cli import main
 from claude_chats.evaluate import Query, QueryFileError, load_queries
 from claude_chats.localstore.journal import Journal
-from tests import lines
+from tests.support import lines
 
 HERE = pathlib.Path(__file__).resolve().parent
 

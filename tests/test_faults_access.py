@@ -24,10 +24,9 @@ from claude_chats import config, models, paths, redact
 from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
-from tests import lines, redaction_corpus
-from tests.fixtures_pg import HashEmbedder
-from tests.test_faults_kill import Transcripts, hook_payload
-from tests.test_fuzz_hook import run_hook
+from tests.support import lines, redaction_corpus
+from tests.support.fakes import HashEmbedder
+from tests.support.hooks import Transcripts, hook_payload, run_hook
 
 PASSWORD = "Pw-0f-the-DB:s3cr@t/x"          # URL-special characters: it appears percent-encoded in the URL
 API_KEY = "sk-proj-" + "TestOnlyNotAKey" * 4
@@ -382,7 +381,7 @@ def test_sync_and_search_run_as_a_role_without_superuser_or_ddl_rights(runtime_r
     documents the grants); a new embedding space needs a new vector table: the owner's job."""
     from claude_chats.search.searcher import Searcher
     from claude_chats.pgstore.search import open_search
-    from tests.test_search_pg import _Fixed
+    from tests.support.fakes import _Fixed
 
     transcripts, url = runtime_role
     transcripts.grow(40)

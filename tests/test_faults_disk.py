@@ -23,9 +23,8 @@ import pytest
 from claude_chats import paths
 from claude_chats.localstore import db, writer
 from claude_chats.localstore.journal import Journal
-from tests.test_faults_kill import CHATS, HOOK, Transcripts, hook_payload
-from tests.test_fuzz_journal import check_journal
-from tests.test_hook import hook_log
+from tests.support.fuzzing import check_journal
+from tests.support.hooks import CHATS, HOOK, Transcripts, hook_log, hook_payload
 
 
 def cursor(path, transcript):

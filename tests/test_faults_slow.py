@@ -25,7 +25,7 @@ from fastmcp import Client
 
 from claude_chats.cli import main
 from claude_chats.mcp.server import create_server
-from tests import lines
+from tests.support import lines
 
 TIMEOUT = 1          # embed_timeout of these tests, seconds
 LATE = 2.5           # a slow server answers this long after the request

@@ -17,17 +17,16 @@ from claude_chats import config, paths
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
-from tests.fixtures_pg import HashEmbedder
-from tests.test_faults_kill import HOOK, LONG, Transcripts, finish, hook_payload, kill_after, start
-from tests.test_fuzz_journal import check_journal
-from tests.test_search_pg import Proxy
+from tests.support.fakes import HashEmbedder, Proxy
+from tests.support.fuzzing import LONG, check_journal
+from tests.support.hooks import HOOK, Transcripts, finish, hook_payload, kill_after, start
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYNC = """
 import json, sys
 from claude_chats import config
 from claude_chats.sync.runner import run_sync
-from tests.fixtures_pg import HashEmbedder
+from tests.support.fakes import HashEmbedder
 report = run_sync(config.load({"database_url": sys.argv[1]}), provider=HashEmbedder(), batch_size=int(sys.argv[2]))
 print(json.dumps(report.as_dict()))
 """

@@ -11,35 +11,18 @@ in-process fuzzers: each one starts a Python process.
 import json
 import os
 import resource
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, seed
 from hypothesis import strategies as st
 
 from claude_chats import paths
-from tests import lines
-from tests.test_fuzz_journal import check_journal, tree
-from tests.test_fuzz_parser import HOSTILE_IDS, HOSTILE_PATHS, fuzz_settings, json_values, transcript_bytes
+from tests.support import lines
+from tests.support.fuzzing import (HOSTILE_IDS, HOSTILE_PATHS, check_journal, fuzz_settings, json_values,
+                                   transcript_bytes, tree)
+from tests.support.hooks import hook_log, run_hook
 
-HOOK = [sys.executable, "-m", "claude_chats.hook"]
 EVENTS = ["Stop", "UserPromptSubmit", "PreCompact", "SessionEnd", "SubagentStop", "", "💥", None, 7]
-
-
-def run_hook(data, timeout=60, preexec_fn=None):
-    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=timeout, preexec_fn=preexec_fn)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout == b""
-    return proc
-
-
-def log_lines():
-    path = os.path.join(paths.log_dir(), "hook.log")
-    if not os.path.exists(path):
-        return []
-    with open(path, "rb") as fh:
-        return [json.loads(line) for line in fh.read().splitlines()]   # one JSON object per line, always
 
 
 @pytest.fixture
@@ -77,7 +60,7 @@ def test_any_payload_exits_zero_silently_and_loses_nothing(seeded, data):
     snapshot = tree(root)
     run_hook(data)
     check_journal(paths.journal_path(), before)
-    log_lines()
+    hook_log()
     assert {p for p in tree(root) - snapshot if not p.startswith("chats-home")} == set()
 
 
@@ -105,7 +88,7 @@ def test_fuzzed_transcripts_and_payload_fields(seeded, session, event, data, whe
     snapshot = tree(root)
     run_hook(json.dumps(_payload(session, transcript, event, extra, agent)).encode())
     check_journal(paths.journal_path(), before)
-    for entry in log_lines():
+    for entry in hook_log():
         assert set(entry) >= {"at", "error"}
     assert {p for p in tree(root) - snapshot if not p.startswith("chats-home")} == set()
 

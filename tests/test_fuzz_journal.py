@@ -7,64 +7,22 @@ with the messages, sequence numbers contiguous per session) and nothing stored
 before may have changed or vanished. Hostile session ids, project paths and
 file names are stored verbatim, as data, and create no file anywhere.
 
-``check_journal`` and ``tree`` are used by the hook, fault and CLI tests too.
+``check_journal`` and ``tree`` (tests/support/fuzzing.py) are used by the hook, fault and CLI tests too.
 """
 
 import os
 import tempfile
 
-import apsw
 import pytest
 from hypothesis import given, seed
 from hypothesis import strategies as st
 
 from claude_chats.localstore import writer
 from claude_chats.localstore.journal import Journal
-from tests import lines
-from tests.test_search_support import fulltext
-from tests.test_fuzz_parser import (FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, fuzz_settings, mutated_line,
-                                    transcript_bytes)
-
-
-def journal_rows(path):
-    """uuid -> (session_id, seq, role, kind, content) of every stored message."""
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return {r[0]: tuple(r[1:]) for r in conn.execute(
-            "SELECT uuid, session_id, seq, role, kind, content FROM messages")}
-    finally:
-        conn.close()
-
-
-def check_journal(path, before=None):
-    """Assert the journal at ``path`` is consistent and kept ``before``'s rows; return its rows."""
-    conn = apsw.Connection(path)
-    try:
-        conn.set_busy_timeout(30_000)
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
-        for session, count, low, high, next_seq in conn.execute(
-                "SELECT m.session_id, count(*), min(m.seq), max(m.seq), s.next_seq FROM messages m "
-                "JOIN sessions s ON s.id = m.session_id GROUP BY m.session_id"):
-            assert (low, high, next_seq) == (0, count - 1, count), (session, count, low, high, next_seq)
-        orphans = conn.execute("SELECT count(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)")
-        assert orphans.fetchall() == [(0,)]
-    finally:
-        conn.close()
-    rows = journal_rows(path)
-    if before:
-        lost = {u: v for u, v in before.items() if rows.get(u) != v}
-        assert not lost, f"stored messages changed or vanished: {list(lost)[:5]}"
-    return rows
-
-
-def tree(root):
-    """Every file and folder below ``root`` (relative paths)."""
-    found = set()
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            found.add(os.path.relpath(os.path.join(folder, name), root))
-    return found
+from tests.support import lines
+from tests.support.fuzzing import (FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, check_journal, fuzz_settings, mutated_line,
+                                   transcript_bytes, tree)
+from tests.support.journals import fulltext
 
 
 def _file(root, name):

@@ -23,11 +23,10 @@ from claude_chats.search import core as search
 from claude_chats.cli import main
 from claude_chats.errors import ClaudeChatsError
 from claude_chats.mcp.server import create_server
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
-from tests.test_fuzz_journal import check_journal
-from tests.test_fuzz_parser import FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, fuzz_settings
-from tests.test_search_support import CORPUS, build_journal, local_searcher, searcher_opener, sync_corpus
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
+from tests.support.fuzzing import FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, check_journal, fuzz_settings
+from tests.support.journals import CONVERSATIONS, build_journal, local_searcher, searcher_opener, sync_corpus
 
 # Ids with a lone surrogate (JSON "\ud800" from an MCP client) get a clear ToolError: see the test at the end.
 IDS = [i for i in HOSTILE_IDS if not any("\ud800" <= c <= "\udfff" for c in i)]
@@ -49,7 +48,7 @@ times = st.one_of(st.none(), st.sampled_from(["2026-01-02", "2026-01-02T10:00:00
 filters = st.fixed_dictionaries({}, optional={
     "project_path": st.one_of(st.sampled_from(["/work/alpha", "/work/alpha/", "/", "/work/al%", "/work/alph_"]
                                               + HOSTILE_PATHS), st.text(max_size=20)),
-    "session_id": st.one_of(st.sampled_from(list(CORPUS)), st.sampled_from(IDS)),
+    "session_id": st.one_of(st.sampled_from(list(CONVERSATIONS)), st.sampled_from(IDS)),
     "role": st.one_of(st.sampled_from(["user", "assistant", "system"]), st.text(max_size=8)),
     "since": times, "until": times,
     "include_subagents": st.booleans(),
@@ -88,7 +87,7 @@ def test_every_search_mode_answers_any_query_or_says_why(searcher, query, mode, 
 
 @seed(402)
 @fuzz_settings(60, 2_000)
-@given(st.one_of(st.sampled_from(list(CORPUS) + IDS), st.text(max_size=30)),
+@given(st.one_of(st.sampled_from(list(CONVERSATIONS) + IDS), st.text(max_size=30)),
        seqs, seqs, st.integers(-5, 1000), st.one_of(st.none(), st.sampled_from(["/work/alpha"] + HOSTILE_PATHS)))
 def test_reading_and_listing_answer_any_ids_and_ranges(searcher, session, start, end, limit, project):
     for action in (lambda: searcher.conversation(session, start, end, limit=max(limit, 1)),
@@ -149,7 +148,7 @@ def _search_args(query, mode, options):
 cli_calls = st.one_of(
     st.builds(_search_args, queries, st.sampled_from(search.MODES), filters),
     st.builds(lambda s, a, b: ["show", s] + (["--start", a] if a is not None else []) + (["--end", b] if b else []),
-              st.one_of(st.sampled_from(list(CORPUS) + HOSTILE_IDS), st.text(max_size=20)),
+              st.one_of(st.sampled_from(list(CONVERSATIONS) + HOSTILE_IDS), st.text(max_size=20)),
               seqs, seqs),
     st.builds(lambda n, p: ["sessions", "--limit", n] + (["--project", p] if p is not None else []),
               st.integers(-3, 200_000), st.one_of(st.none(), st.sampled_from(HOSTILE_PATHS), st.text(max_size=20))),
@@ -229,7 +228,7 @@ mcp_calls = st.one_of(
                                                                   if k not in ("per_session",)}}),
               queries, filters),
     st.builds(lambda s, a, b, n: ("get_conversation", {"session_id": s, "start_seq": a, "end_seq": b, "limit": n}),
-              st.one_of(st.sampled_from(list(CORPUS) + IDS), st.text(max_size=20)),
+              st.one_of(st.sampled_from(list(CONVERSATIONS) + IDS), st.text(max_size=20)),
               seqs, seqs, st.integers(-5, 600)),
     st.builds(lambda n, p, sub: ("list_recent_sessions", {"limit": n, "project_path": p, "include_subagents": sub}),
               st.integers(-5, 300), st.one_of(st.none(), st.sampled_from(HOSTILE_PATHS)), st.booleans()),

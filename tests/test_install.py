@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from claude_chats import config, install, paths
 from claude_chats.cli import main
-from tests import lines
+from tests.support import lines
 
 REALISTIC = {
     "$schema": "https://json.schemastore.org/claude-code-settings.json",

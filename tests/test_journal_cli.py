@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from claude_chats import paths
 from claude_chats.cli import main
-from tests import lines
+from tests.support import lines
 
 
 def chats(*args):

@@ -21,10 +21,10 @@ from claude_chats.cli import main
 from claude_chats.localstore import vectors
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
-from tests.redaction_corpus import SECRETS
-from tests.test_search_support import fulltext
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
+from tests.support.journals import fulltext
+from tests.support.redaction_corpus import SECRETS
 
 GITHUB = next(s for s in SECRETS if s.kind == "github-token")
 AWS = next(s for s in SECRETS if s.kind == "aws-access-key")

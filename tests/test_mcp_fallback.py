@@ -8,9 +8,8 @@ from fastmcp import Client
 
 from claude_chats.mcp.server import create_server
 from claude_chats.pgstore.search import PgLink
-from tests.fixtures_pg import HashEmbedder
-from tests.test_search_pg import Proxy
-from tests.test_search_support import build_journal, searcher_opener, sync_corpus
+from tests.support.fakes import HashEmbedder, Proxy
+from tests.support.journals import build_journal, searcher_opener, sync_corpus
 
 
 def test_outage_mid_session(tmp_path, pg_db_url):

@@ -8,9 +8,8 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from claude_chats.mcp.server import create_server
-from tests.fixtures_pg import HashEmbedder
-from tests.test_search_local import OtherEmbedder
-from tests.test_search_support import build_journal, searcher_opener, sessions_of, sync_corpus
+from tests.support.fakes import HashEmbedder, OtherEmbedder
+from tests.support.journals import build_journal, searcher_opener, sessions_of, sync_corpus
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from fastmcp.client.transports import StdioTransport
 from claude_chats import paths
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import with_text
-from tests.test_search_support import sync_corpus, write_corpus
+from tests.support.journals import sync_corpus, write_corpus
 
 CHATS = pathlib.Path(sys.executable).with_name("chats")
 

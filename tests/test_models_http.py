@@ -1,14 +1,8 @@
 """``openai`` and ``ollama`` providers against a real HTTP server on 127.0.0.1.
 
-The server speaks each API's documented wire format and records the requests;
-nothing in the providers is patched.
+The server (``tests.support.fakes.Server``) speaks each API's documented wire
+format and records the requests; nothing in the providers is patched.
 """
-
-import base64
-import json
-import threading
-import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -17,79 +11,10 @@ from claude_chats import config
 from claude_chats.errors import ProviderError, ProviderUnavailable
 from claude_chats.models import get_provider
 from claude_chats.models.ollama import OllamaProvider, normalize_url
-
-
-def fake_vector(text, dims):
-    """A deterministic, not normalised, vector for ``text``."""
-    return np.random.default_rng(zlib.crc32(text.encode())).standard_normal(dims).astype(np.float32) * 3
-
-
-def unit(vector):
-    return vector / np.linalg.norm(vector)
-
-
-class Server:
-    """A threaded HTTP server whose routes are ``{(method, path): handler(server, body) -> (status, obj, headers)}``."""
-
-    def __init__(self, routes):
-        self.routes, self.requests, self.failures = routes, [], {}
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.loads(raw) if raw else None
-                outer.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                route = outer.routes.get(self.path)
-                status, obj, headers = route(outer, body) if route else (404, "404 page not found", {})
-                payload = obj.encode() if isinstance(obj, str) else json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain" if isinstance(obj, str) else "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    def fail_next(self, path, status, obj, headers=None, times=1):
-        self.failures[path] = [(status, obj, headers or {})] * times
-
-    def failure(self, path):
-        pending = self.failures.get(path)
-        return pending.pop() if pending else None
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from tests.support.fakes import Server, fake_vector, ollama_embed, ollama_legacy, openai_embeddings, unit
 
 
 # -- OpenAI ------------------------------------------------------------------------------
-
-
-def openai_embeddings(server, body):
-    if failed := server.failure("/v1/embeddings"):
-        return failed
-    dims = body.get("dimensions", 1536)
-    data = []
-    for i, text in enumerate(body["input"]):
-        vector = unit(fake_vector(text, dims))  # the API returns normalised vectors
-        encoded = (base64.b64encode(vector.astype("<f4").tobytes()).decode()
-                   if body.get("encoding_format") == "base64" else vector.tolist())
-        data.append({"object": "embedding", "index": i, "embedding": encoded})
-    data.reverse()  # clients must order by index
-    return 200, {"object": "list", "data": data, "model": body["model"],
-                 "usage": {"prompt_tokens": 5, "total_tokens": 5}}, {}
 
 
 @pytest.fixture
@@ -148,21 +73,6 @@ def test_openai_needs_a_key_for_the_real_api():
 
 
 # -- Ollama ------------------------------------------------------------------------------
-
-
-def ollama_embed(server, body):
-    if failed := server.failure("/api/embed"):
-        return failed
-    if body["model"] != "mxbai-embed-large":
-        return 404, {"error": f'model "{body["model"]}" not found, try pulling it first'}, {}
-    inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-    dims = body.get("dimensions", 1024)
-    return 200, {"model": body["model"], "embeddings": [unit(fake_vector(t, dims)).tolist() for t in inputs],
-                 "total_duration": 1000, "load_duration": 10, "prompt_eval_count": 4}, {}
-
-
-def ollama_legacy(server, body):
-    return 200, {"embedding": fake_vector(body["prompt"], 1024).tolist()}, {}
 
 
 @pytest.fixture

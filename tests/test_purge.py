@@ -13,9 +13,9 @@ from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
-from tests.test_search_support import fulltext
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
+from tests.support.journals import fulltext
 
 SECRET = "zanzibarquokka"          # one token: FTS keeps it whole
 DOWN_URL = "postgresql://me:pw@127.0.0.1:1/none?connect_timeout=2"

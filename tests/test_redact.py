@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from claude_chats import redact
-from tests import redaction_corpus as corpus
+from tests.support import redaction_corpus as corpus
 
 LONG = os.environ.get("CLAUDE_CHATS_LONG_TESTS") == "1"
 EXAMPLES = 2000 if LONG else 150

@@ -17,9 +17,9 @@ from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.searcher import Searcher
 from claude_chats.sync.runner import run_sync
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
-from tests.redaction_corpus import SECRETS
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
+from tests.support.redaction_corpus import SECRETS
 
 # Long tokens (keys, JWTs) each shrink by 70-150 characters into their placeholder. (A private key block
 # would not do: the parser already stores its base64 body as "[base64 data omitted: N chars]".)

@@ -11,7 +11,7 @@ from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.mcp.server import create_server
 from claude_chats.stores import open_searcher
-from tests.test_search_support import write_corpus
+from tests.support.journals import write_corpus
 
 
 def chats(*args):

@@ -7,19 +7,10 @@ from claude_chats.localstore.fts import fts_match
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.core import LEG_WEIGHTS, Candidate, cap_per_session, fuse
 from claude_chats.search.searcher import Searcher
-from tests.fixtures_pg import HashEmbedder
+from tests.support.fakes import HashEmbedder, OtherEmbedder
+from tests.support.journals import build_journal, local_searcher, sessions_of, sync_corpus
 from claude_chats.localstore import vectors
 from claude_chats.models import Chunk
-from tests.test_search_support import build_journal, local_searcher, sessions_of, sync_corpus
-
-
-class OtherEmbedder(HashEmbedder):
-    """Same dimensions, another model: its canary differs."""
-
-    model_id = "hash-32-other"
-
-    def embed_batch(self, texts, kind):
-        return super().embed_batch([t[::-1] for t in texts], kind)
 
 
 class NoModel(HashEmbedder):

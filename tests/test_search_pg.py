@@ -1,85 +1,16 @@
 """Search over a real Postgres: one-statement fusion, parity with the journal, fallback, refusal."""
 
-import os
-import socket
-import threading
 import time
 
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from claude_chats.errors import PostgresUnavailable, SpaceMismatchError
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.core import Plan, fuse
 from claude_chats.search.searcher import Request, Searcher
 from claude_chats.pgstore.search import PgLink, open_search
-from tests.fixtures_pg import HashEmbedder
-from tests.test_search_local import OtherEmbedder
-from tests.test_search_support import build_journal, sessions_of, sync_corpus
-
-
-class Proxy:
-    """A TCP proxy in front of the test Postgres: ``stop()`` makes it unreachable (connections
-    dropped, new ones refused), ``start()`` brings it back on the same port."""
-
-    def __init__(self, url):
-        params = conninfo_to_dict(url)
-        host, port = params.get("host") or "localhost", int(params.get("port") or 5432)
-        self.upstream = (socket.AF_UNIX, os.path.join(host, f".s.PGSQL.{port}")) if host.startswith("/") \
-            else (socket.AF_INET, (host, port))
-        self.port = None
-        self.url = make_conninfo(**{**params, "host": "127.0.0.1", "port": "0"})
-        self._sockets, self._listener = [], None
-
-    def start(self):
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port or 0))
-        listener.listen()
-        self.port = listener.getsockname()[1]
-        self.url = make_conninfo(**{**conninfo_to_dict(self.url), "port": str(self.port)})
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-        return self
-
-    def _accept(self, listener):
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            server = socket.socket(self.upstream[0])
-            server.connect(self.upstream[1])
-            self._sockets += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(source, sink):
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        for s in (source, sink):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def stop(self):
-        try:
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() of the other thread
-        except OSError:
-            pass
-        self._listener.close()
-        for s in self._sockets:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            except OSError:
-                pass
-        self._sockets = []
+from tests.support.fakes import HashEmbedder, OtherEmbedder, Proxy, _Fixed
+from tests.support.journals import build_journal, sync_corpus
 
 
 @pytest.fixture
@@ -99,16 +30,6 @@ def pg(journal, pg_db_url):
 
 def both(journal, pg, provider=HashEmbedder):
     return Searcher(LocalSearch(journal), None, provider), Searcher(None, _Fixed(pg), provider)
-
-
-class _Fixed:
-    """A remote that is always this backend (the link is tested separately)."""
-
-    def __init__(self, backend):
-        self._backend = backend
-
-    def backend(self):
-        return self._backend
 
 
 def places(result):

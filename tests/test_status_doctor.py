@@ -11,8 +11,8 @@ from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import with_text
 from claude_chats.sync.runner import run_sync
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
 
 
 def chats(*args):
@@ -256,7 +256,7 @@ def test_doctor_pgvector_missing_and_migrations_pending(healthy, pg_url, monkeyp
     import uuid
 
     import psycopg
-    from tests.fixtures_pg import with_database
+    from tests.support.pg import with_database
     name = f"chats_doctor_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")

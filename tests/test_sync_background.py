@@ -12,7 +12,7 @@ from claude_chats import paths
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync import background
 from claude_chats.sync.lock import SyncLock
-from tests import lines
+from tests.support import lines
 
 
 @pytest.fixture

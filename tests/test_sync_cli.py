@@ -9,8 +9,8 @@ from claude_chats import models
 from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.lock import SyncLock
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
 
 
 @pytest.fixture

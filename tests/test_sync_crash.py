@@ -9,8 +9,7 @@ import pytest
 from claude_chats.localstore.journal import Journal
 from claude_chats.faults import ENV
 from claude_chats.pgstore.store import PgStore
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
+from tests.support import lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,7 +19,7 @@ from claude_chats import config
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.engine import Syncer
 from claude_chats.sync.runner import run_sync
-from tests.fixtures_pg import HashEmbedder
+from tests.support.fakes import HashEmbedder
 Syncer.defer_index_min = int(sys.argv[4])   # a backlog this big loads without the indexes
 with Journal.open(sys.argv[1]) as journal:
     report = run_sync(config.load({"database_url": sys.argv[2]}), journal=journal, provider=HashEmbedder(),
@@ -72,7 +71,7 @@ def reference(tmp_path, journal_path, pg_url):
 
     import psycopg
 
-    from tests.fixtures_pg import with_database
+    from tests.support.pg import with_database
 
     name = f"chats_ref_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:

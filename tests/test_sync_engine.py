@@ -11,8 +11,8 @@ from claude_chats.localstore.journal import Journal
 from claude_chats.sync import lock
 from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
 
 
 def write_transcript(folder, session, n, prefix="turn"):

@@ -7,7 +7,6 @@ incremental reads) also go through the journal, the way the hook stores them.
 
 import base64
 import json
-import os
 import re
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from claude_chats import transcript as t
 from claude_chats.localstore import writer
 from claude_chats.localstore.journal import Journal
-from tests.test_search_support import fulltext
+from tests.support.journals import fulltext
 
 SESSION = "5f1c2a3b-0000-4000-8000-000000000001"
 OTHER = "5f1c2a3b-0000-4000-8000-000000000002"

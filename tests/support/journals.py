@@ -1,21 +1,38 @@
-"""Data for the search and MCP tests: a small corpus of conversations, synced for real.
+"""Journals for the tests, and the search corpus: a small set of conversations, synced for real.
 
-``build_journal(folder)`` imports the corpus into a journal through the real
-import path; ``sync_corpus(journal, provider, url)`` runs the real ``chats
-sync`` engine, which keeps the vectors in the journal (sqlite-vec, ``localvec``)
-and pushes messages and vectors to Postgres when ``url`` is given. Both stores
-then hold the same messages and the same vectors.
+``build_journal(folder)`` imports the corpus (``CONVERSATIONS`` and a subagent)
+into a journal through the real import path; ``sync_corpus(journal, provider,
+url)`` runs the real ``chats sync`` engine, which keeps the vectors in the
+journal (sqlite-vec, ``localvec``) and pushes messages and vectors to Postgres
+when ``url`` is given. Both stores then hold the same messages and the same
+vectors.
+
+The fixtures, one meaning each:
+
+- ``empty_journal``: a ``Journal`` at the isolated default path, empty.
+- ``journal_conn``: a raw apsw connection (``localstore.db.connect``) to that
+  journal, empty, for the tests of what sits below ``Journal``.
+- ``corpus_journal``: the search corpus imported into ``tmp_path/journal.db``.
+- ``synced_journal``: ``corpus_journal`` synced with ``HashEmbedder``, the
+  vectors kept in the journal (no Postgres).
+- ``pg_synced_journal``: ``corpus_journal`` synced with ``HashEmbedder`` into
+  the fresh database of ``pg_db_url`` (vectors kept in the journal too).
+- ``hash_embedder``: a ``HashEmbedder``.
 """
 
-from claude_chats import config
+import pytest
+
+from claude_chats import config, paths
+from claude_chats.localstore import db
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.searcher import Searcher
 from claude_chats.sync.runner import run_sync
-from tests import lines
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
 
 # session id -> (project folder, [alternating user / assistant texts])
-CORPUS = {
+CONVERSATIONS = {
     "s-migrate": ("/work/alpha", [
         "the migration test is flaky: it fails every other run on CI",
         "The flaky migration test fails because the id sequence is not reset between runs; resetting the "
@@ -51,7 +68,7 @@ SUBAGENT = ("s-migrate", "a1", "subagent report: searched the repository for seq
 
 def corpus_lines():
     out = []
-    for day, (session, (project, texts)) in enumerate(CORPUS.items(), 1):
+    for day, (session, (project, texts)) in enumerate(CONVERSATIONS.items(), 1):
         for i, text in enumerate(texts):
             ts = f"2026-01-{day:02d}T10:{i // 60:02d}:{i % 60:02d}.000Z"
             make = lines.user if i % 2 == 0 else lines.assistant
@@ -72,7 +89,7 @@ def write_corpus(folder):
     parent, agent, text = SUBAGENT
     sub = folder / parent / "subagents" / f"agent-{agent}.jsonl"
     sub.parent.mkdir(parents=True)
-    sub.write_bytes(lines.encode(lines.user(text, session=parent, cwd=CORPUS[parent][0], isSidechain=True,
+    sub.write_bytes(lines.encode(lines.user(text, session=parent, cwd=CONVERSATIONS[parent][0], isSidechain=True,
                                             agentId=agent, ts="2026-01-01T11:00:00.000Z")))
     return paths + [str(sub)]
 
@@ -110,3 +127,48 @@ def fulltext(journal, query, **filters):
     searcher = Searcher(LocalSearch(journal))
     return searcher.search(query, mode="fulltext", match="all", neighbours=0, per_session=0, limit=100,
                            max_chars=None, **filters)["hits"]
+
+
+# -- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def empty_journal():
+    """A ``Journal`` at the isolated default path (``paths.journal_path()``), empty."""
+    with Journal.open() as journal:
+        yield journal
+
+
+@pytest.fixture
+def journal_conn():
+    """A raw apsw connection to an empty journal at the isolated default path (schema migrated)."""
+    conn = db.connect(paths.journal_path())
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def corpus_journal(tmp_path):
+    """The search corpus imported through the real import path into ``tmp_path/journal.db``."""
+    journal = build_journal(tmp_path)
+    yield journal
+    journal.close()
+
+
+@pytest.fixture
+def synced_journal(corpus_journal):
+    """``corpus_journal`` synced with ``HashEmbedder`` and no Postgres: the vectors are in the journal."""
+    sync_corpus(corpus_journal, HashEmbedder())
+    return corpus_journal
+
+
+@pytest.fixture
+def pg_synced_journal(corpus_journal, pg_db_url):
+    """``corpus_journal`` synced with ``HashEmbedder`` into ``pg_db_url`` (and its vectors kept locally)."""
+    sync_corpus(corpus_journal, HashEmbedder(), pg_db_url)
+    return corpus_journal
+
+
+@pytest.fixture
+def hash_embedder():
+    return HashEmbedder()

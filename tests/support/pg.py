@@ -14,13 +14,8 @@ import shutil
 import tempfile
 import uuid
 import warnings
-import zlib
 
-import numpy as np
 import pytest
-
-from claude_chats.errors import ProviderError
-from claude_chats.models import EmbeddingProvider
 
 TEST_URL_ENV = "CLAUDE_CHATS_TEST_DATABASE_URL"
 
@@ -100,39 +95,3 @@ def pg_db_url(pg_url):
     yield url
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
-# -- sync test helpers -----------------------------------------------------------
-
-
-class HashEmbedder(EmbeddingProvider):
-    """A deterministic bag-of-words embedder for tests where the model is not the subject.
-
-    Built on the real provider base class (batching, normalisation, space);
-    ``fail=True`` makes it raise ProviderError like a provider that is down.
-    """
-
-    name, model_id, dimensions, max_input_chars, batch_size = "test-hash", "hash-32", 32, 400, 64
-
-    def __init__(self, fail=False):
-        self.fail, self.calls = fail, 0
-
-    @staticmethod
-    def settings_kwargs(settings):
-        return {}
-
-    def embed_batch(self, texts, kind):
-        if self.fail:
-            raise ProviderError("test-hash: provider is down (test)")
-        self.calls += 1
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                out[row, zlib.crc32(word.encode()) % self.dimensions] += 1.0
-            out[row, 0] += 0.5  # never a zero vector
-        return out
-
-
-@pytest.fixture
-def hash_embedder():
-    return HashEmbedder()
