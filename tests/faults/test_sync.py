@@ -4,7 +4,6 @@ message exactly once, with its sequence number, content and vectors.
 """
 
 import json
-import os
 import random
 import socket
 import subprocess
@@ -17,11 +16,11 @@ from claude_chats import config, paths
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
+from tests.support import ROOT
 from tests.support.fakes import HashEmbedder, Proxy
 from tests.support.fuzzing import LONG, check_journal
 from tests.support.hooks import HOOK, Transcripts, finish, hook_payload, kill_after, start
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYNC = """
 import json, sys
 from claude_chats import config

@@ -9,9 +9,8 @@ import pytest
 from claude_chats.localstore.journal import Journal
 from claude_chats.faults import ENV
 from claude_chats.pgstore.store import PgStore
-from tests.support import lines
+from tests.support import ROOT, lines
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DRIVER = """
 import json, sys

@@ -21,10 +21,9 @@ from claude_chats.stores import open_searcher
 from claude_chats.faults import ENV as DIE_AT
 from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
-from tests.support import lines, redaction_corpus
+from tests.support import ROOT, lines, redaction_corpus
 from tests.support.fakes import HashEmbedder, Server, openai_embeddings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAY = "2026-01-01T10:00:00.000Z"
 CONTEXT_KEY = '{"text":"context-1"}'
 

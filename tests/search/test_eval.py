@@ -13,7 +13,7 @@ from claude_chats.evaluate import Query, QueryFileError, load_queries
 from claude_chats.localstore.journal import Journal
 from tests.support import lines
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parent.parent
 
 # A small history of the person's own kind: session id -> (project, alternating user / assistant texts)
 SESSIONS = {

@@ -11,7 +11,7 @@ from claude_chats.cli import main
 from claude_chats.models.convert import ConversionError, convert, pooling_type
 from claude_chats.models.llama import LlamaProvider
 
-from .test_models_reference import REFERENCE, reference
+from .test_reference import REFERENCE, reference
 
 
 def test_converted_file_layout(test_model_path):
