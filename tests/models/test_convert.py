@@ -10,8 +10,7 @@ from click.testing import CliRunner
 from claude_chats.cli import main
 from claude_chats.models.convert import ConversionError, convert, pooling_type
 from claude_chats.models.llama import LlamaProvider
-
-from .test_reference import REFERENCE, reference
+from tests.support.model import REFERENCE, reference
 
 
 def test_converted_file_layout(test_model_path):
