@@ -21,7 +21,8 @@ def test_provider(monkeypatch):
 
 
 @pytest.fixture
-def imported(tmp_path):
+def imported_session(tmp_path):
+    """The journal at the default path holding the 6 messages of cli-session, none synced."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(lines.encode(*lines.conversation(6, session="cli-session")))
     with Journal.open() as journal:
@@ -32,7 +33,7 @@ def invoke(*args):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def test_sync_json_summary(imported, test_provider, pg_db_url, monkeypatch):
+def test_sync_json_summary(imported_session, test_provider, pg_db_url, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", pg_db_url)
     result = invoke("sync", "--json", "--batch-size", "4")
     assert result.exit_code == 0, result.output
@@ -42,20 +43,20 @@ def test_sync_json_summary(imported, test_provider, pg_db_url, monkeypatch):
     assert again["pushed"] == 0 and again["pending_before"] == 0
 
 
-def test_sync_text_summary_without_postgres(imported, test_provider):
+def test_sync_text_summary_without_postgres(imported_session, test_provider):
     result = invoke("sync")
     assert result.exit_code == 0
     assert "6 pending" in result.output and "Postgres: not configured" in result.output
 
 
-def test_remote_url_without_tls_is_refused(imported, test_provider, monkeypatch):
+def test_remote_url_without_tls_is_refused(imported_session, test_provider, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql://chats:hunter2@db.example.com/chats")
     result = invoke("sync")
     assert result.exit_code == 1
     assert "sslmode=verify-full" in result.output and "hunter2" not in result.output
 
 
-def test_postgres_down_exits_1_and_says_so(imported, test_provider, monkeypatch):
+def test_postgres_down_exits_1_and_says_so(imported_session, test_provider, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql://chats:hunter2@localhost:9/chats")
     result = invoke("sync", "--json")
     assert result.exit_code == 1
@@ -64,7 +65,7 @@ def test_postgres_down_exits_1_and_says_so(imported, test_provider, monkeypatch)
     assert "hunter2" not in result.output
 
 
-def test_second_sync_exits_at_once(imported, test_provider):
+def test_second_sync_exits_at_once(imported_session, test_provider):
     with SyncLock():
         result = invoke("sync", "--json")
     assert result.exit_code == 0

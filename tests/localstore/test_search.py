@@ -8,7 +8,7 @@ from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.core import LEG_WEIGHTS, Candidate, cap_per_session, fuse
 from claude_chats.search.searcher import Searcher
 from tests.support.fakes import HashEmbedder, OtherEmbedder
-from tests.support.journals import build_journal, local_searcher, sessions_of, sync_corpus
+from tests.support.journals import local_searcher, sessions_of
 from claude_chats.localstore import vectors
 from claude_chats.models import Chunk
 
@@ -19,16 +19,8 @@ class NoModel(HashEmbedder):
 
 
 @pytest.fixture
-def journal(tmp_path):
-    journal = build_journal(tmp_path)
-    yield journal
-    journal.close()
-
-
-@pytest.fixture
-def searcher(journal):
-    sync_corpus(journal, HashEmbedder())
-    return local_searcher(journal, HashEmbedder)
+def searcher(synced_journal):
+    return local_searcher(synced_journal, HashEmbedder)
 
 
 def test_fulltext_finds_the_message_with_the_words(searcher):
@@ -161,8 +153,8 @@ def test_websearch_syntax():
     assert fts_match("flaky migration", "any") == '"flaky" OR "migration"'
 
 
-def test_no_vectors_degrades_hybrid_and_refuses_semantic(journal):
-    searcher = local_searcher(journal, HashEmbedder)
+def test_no_vectors_degrades_hybrid_and_refuses_semantic(corpus_journal):
+    searcher = local_searcher(corpus_journal, HashEmbedder)
     result = searcher.search("flaky migration test", mode="hybrid")
     assert result["modes_run"] == ["fulltext"] and result["hits"]
     assert any("no vectors" in n and "chats sync" in n for n in result["notes"])
@@ -170,9 +162,8 @@ def test_no_vectors_degrades_hybrid_and_refuses_semantic(journal):
         searcher.search("flaky migration test", mode="semantic")
 
 
-def test_no_model_degrades_hybrid(journal):
-    sync_corpus(journal, HashEmbedder())
-    searcher = local_searcher(journal, NoModel)
+def test_no_model_degrades_hybrid(synced_journal):
+    searcher = local_searcher(synced_journal, NoModel)
     result = searcher.search("flaky migration test")
     assert result["modes_run"] == ["fulltext"] and result["hits"]
     assert any("embedding model unavailable" in n for n in result["notes"])
@@ -180,9 +171,8 @@ def test_no_model_degrades_hybrid(journal):
         searcher.search("flaky migration test", mode="semantic")
 
 
-def test_model_mismatch_refuses_semantic_and_hybrid(journal):
-    sync_corpus(journal, HashEmbedder())
-    searcher = local_searcher(journal, OtherEmbedder)
+def test_model_mismatch_refuses_semantic_and_hybrid(synced_journal):
+    searcher = local_searcher(synced_journal, OtherEmbedder)
     for mode in ("semantic", "hybrid"):
         with pytest.raises(SpaceMismatchError) as info:
             searcher.search("flaky migration test", mode=mode)
@@ -190,11 +180,10 @@ def test_model_mismatch_refuses_semantic_and_hybrid(journal):
     assert searcher.search("flaky migration test", mode="fulltext")["hits"]
 
 
-def test_same_model_other_canary_is_refused(journal):
-    sync_corpus(journal, HashEmbedder())
-    journal.conn.execute("UPDATE spaces SET canary = ?", (bytes(4 * 32),))
+def test_same_model_other_canary_is_refused(synced_journal):
+    synced_journal.conn.execute("UPDATE spaces SET canary = ?", (bytes(4 * 32),))
     with pytest.raises(SpaceMismatchError, match="canary"):
-        local_searcher(journal, HashEmbedder).search("flaky migration test", mode="semantic")
+        local_searcher(synced_journal, HashEmbedder).search("flaky migration test", mode="semantic")
 
 
 def test_result_fits_the_budget(searcher):
@@ -241,16 +230,15 @@ def test_conversation_pages_and_recent_sessions(searcher):
     assert {s["session_id"] for s in alpha} == {"s-migrate", "s-docker", "s-long", "s-migrate:agent-a1"}
 
 
-def test_local_search_is_a_backend(journal):
-    backend = LocalSearch(journal)
+def test_local_search_is_a_backend(corpus_journal):
+    backend = LocalSearch(corpus_journal)
     assert backend.source == "local" and backend.spaces() == []
     assert Searcher(backend).search("docker", mode="fulltext")["hits"][0]["session_id"] == "s-docker"
 
 
-def test_in_memory_index_agrees_with_sqlite_vec(journal):
-    sync_corpus(journal, HashEmbedder())
-    exact = Searcher(LocalSearch(journal), None, HashEmbedder)
-    indexed_backend = LocalSearch(journal, index_min_chunks=1)
+def test_in_memory_index_agrees_with_sqlite_vec(synced_journal):
+    exact = Searcher(LocalSearch(synced_journal), None, HashEmbedder)
+    indexed_backend = LocalSearch(synced_journal, index_min_chunks=1)
     indexed = Searcher(indexed_backend, None, HashEmbedder)
     for query in ("flaky migration test", "port 5432 already in use", "OOMKilled memory limit", "schema t7"):
         a = exact.search(query, mode="semantic", limit=5, per_session=0)
@@ -259,22 +247,21 @@ def test_in_memory_index_agrees_with_sqlite_vec(journal):
         assert a["hits"][0]["scores"]["semantic"] == pytest.approx(b["hits"][0]["scores"]["semantic"], abs=0.01)
     state = next(iter(indexed_backend._spaces_seen.values()))
     assert len(state.index) == state.count
-    message = journal.conn.execute("SELECT id FROM messages WHERE session_id = 's-rust'").fetchall()[0][0]
-    space_id = vectors.find_space(journal.conn, HashEmbedder().space.key)
+    message = synced_journal.conn.execute("SELECT id FROM messages WHERE session_id = 's-rust'").fetchall()[0][0]
+    space_id = vectors.find_space(synced_journal.conn, HashEmbedder().space.key)
     zebra = HashEmbedder().embed_query("zebra crossing at night")
-    vectors.write_message_vectors(journal.conn, space_id, message, [Chunk(0, 0, 4, zebra)])
+    vectors.write_message_vectors(synced_journal.conn, space_id, message, [Chunk(0, 0, 4, zebra)])
     top = indexed.search("zebra crossing at night", mode="semantic", limit=1, per_session=0)["hits"][0]
     assert (top["session_id"], top["chunk"]) == ("s-rust", {"start": 0, "end": 4})
     assert len(state.index) == state.count + 1  # the replaced chunk's vector stays until a rebuild
-    vectors.delete_message_vectors(journal.conn, [message])
+    vectors.delete_message_vectors(synced_journal.conn, [message])
     assert indexed.search("zebra crossing at night", mode="semantic", limit=1)["hits"][0]["session_id"] != "s-rust"
     assert len(state.index) == state.count
 
 
-def test_embedding_failure_mid_search_degrades_hybrid(journal):
-    sync_corpus(journal, HashEmbedder())
+def test_embedding_failure_mid_search_degrades_hybrid(synced_journal):
     failing = HashEmbedder()
-    searcher = local_searcher(journal, lambda: failing)
+    searcher = local_searcher(synced_journal, lambda: failing)
     searcher.search("docker port", mode="semantic")   # model loaded, canary checked
     failing.fail = True
     result = searcher.search("docker port")

@@ -9,15 +9,7 @@ from fastmcp.exceptions import ToolError
 
 from claude_chats.mcp.server import create_server
 from tests.support.fakes import HashEmbedder, OtherEmbedder
-from tests.support.journals import build_journal, searcher_opener, sessions_of, sync_corpus
-
-
-@pytest.fixture
-def journal(tmp_path):
-    journal = build_journal(tmp_path)
-    sync_corpus(journal, HashEmbedder())
-    yield journal
-    journal.close()
+from tests.support.journals import searcher_opener, sessions_of
 
 
 def call(server, tool, **arguments):
@@ -35,8 +27,8 @@ def failure(server, tool, **arguments):
 
 
 @pytest.fixture
-def server(journal):
-    return create_server(searcher_opener(journal, HashEmbedder))
+def server(synced_journal):
+    return create_server(searcher_opener(synced_journal, HashEmbedder))
 
 
 def test_lists_three_tools_with_descriptions(server):
@@ -103,20 +95,20 @@ def test_list_recent_sessions(server):
             "machine"} <= set(beta["sessions"][0])
 
 
-def test_mismatched_model_is_refused_through_the_tool(journal):
-    server = create_server(searcher_opener(journal, OtherEmbedder))
+def test_mismatched_model_is_refused_through_the_tool(synced_journal):
+    server = create_server(searcher_opener(synced_journal, OtherEmbedder))
     for mode in ("semantic", "hybrid"):
         message = failure(server, "search_memory", query="flaky migration test", mode=mode)
         assert "hash-32-other" in message and "hash-32 " in message and "re-embed" in message
     assert sessions_of(call(server, "search_memory", query="flaky migration test", mode="fulltext"))
 
 
-def test_stores_are_opened_once_in_the_lifespan(journal):
+def test_stores_are_opened_once_in_the_lifespan(synced_journal):
     opened = []
 
     def open_searcher():
         opened.append(1)
-        return searcher_opener(journal, HashEmbedder)()
+        return searcher_opener(synced_journal, HashEmbedder)()
 
     server = create_server(open_searcher)
 

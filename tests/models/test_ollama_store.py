@@ -46,7 +46,8 @@ def add_model(root, name, gguf_path):
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch, test_model_path):
+def ollama_models(tmp_path, monkeypatch, test_model_path):
+    """An Ollama model store laid out as Ollama does (two names, one blob): (its root, the blob)."""
     root = tmp_path / "ollama-models"
     blob = add_model(root, "minilm-test", test_model_path)
     add_model(root, "someone/minilm-test:v2", test_model_path)
@@ -54,8 +55,8 @@ def store(tmp_path, monkeypatch, test_model_path):
     return root, blob
 
 
-def test_name_resolves_to_the_model_blob(store, minilm):
-    root, blob = store
+def test_name_resolves_to_the_model_blob(ollama_models, minilm):
+    root, blob = ollama_models
     assert ollama_store.resolve("minilm-test") == str(blob)
     assert ollama_store.resolve("minilm-test:latest") == str(blob)
     assert ollama_store.resolve("someone/minilm-test:v2") == str(blob)
@@ -68,8 +69,8 @@ def test_name_resolves_to_the_model_blob(store, minilm):
         np.testing.assert_allclose(provider.embed_documents(text), minilm.embed_documents(text), atol=1e-5)
 
 
-def test_missing_blob_is_not_found(store):
-    root, blob = store
+def test_missing_blob_is_not_found(ollama_models):
+    root, blob = ollama_models
     blob.unlink()
     assert ollama_store.resolve("minilm-test") is None
 
@@ -90,6 +91,6 @@ def test_default_store_location(monkeypatch):
     assert ollama_store.store_dir() == os.path.expanduser("~/.ollama/models")
 
 
-def test_pull_reuses_the_ollama_store(store):
+def test_pull_reuses_the_ollama_store(ollama_models):
     result = CliRunner().invoke(main, ["models", "pull", "minilm-test"], catch_exceptions=False)
-    assert result.exit_code == 0 and "in the Ollama store" in result.output and str(store[1]) in result.output
+    assert result.exit_code == 0 and "in the Ollama store" in result.output and str(ollama_models[1]) in result.output

@@ -46,12 +46,6 @@ def write(folder, objs, name="s-1"):
     return str(path)
 
 
-@pytest.fixture
-def journal(tmp_path):
-    with Journal.open(str(tmp_path / "journal.db")) as j:
-        yield j
-
-
 def journal_only(**values):
     """Settings without Postgres or redaction (``values`` win)."""
     return config.load({"redact": False, **values}, environ={}, path=os.devnull)
@@ -73,60 +67,60 @@ def assert_embeds(journal, minilm, provider, message_id, expected, plain):
 # -- the text ---------------------------------------------------------------------------
 
 
-def test_sync_embeds_the_previous_text_message_and_who_and_when(journal, tmp_path, minilm):
-    journal.import_files([write(tmp_path, session_lines())])
+def test_sync_embeds_the_previous_text_message_and_who_and_when(empty_journal, tmp_path, minilm):
+    empty_journal.import_files([write(tmp_path, session_lines())])
     provider = with_text(minilm, journal_only())
-    report = run_sync(journal_only(), journal=journal, provider=provider, store=None, lock=False, batch_size=1)
+    report = run_sync(journal_only(), journal=empty_journal, provider=provider, store=None, lock=False, batch_size=1)
     assert report.ok and report.embedded == 4, report.errors
     assert provider.space.key == f"llama/all-MiniLM-L6-v2.f16/384/{CONTEXT_KEY}"
     question, answer = "why does the migration test flake on CI?", \
         "the fixture reuses one database across workers, so tests race"
-    assert_embeds(journal, minilm, provider, 1, f"user (1 January 2026): {question}", question)
+    assert_embeds(empty_journal, minilm, provider, 1, f"user (1 January 2026): {question}", question)
     # the tool call's previous text message is the question; the answer's too (a tool call is not text),
     # each read from an earlier batch of one message
-    assert_embeds(journal, minilm, provider, 3, f"user: {question}\nassistant (1 January 2026): {answer}", answer)
-    assert_embeds(journal, minilm, provider, 4, f"assistant: {answer}\nuser (1 January 2026): "
+    assert_embeds(empty_journal, minilm, provider, 3, f"user: {question}\nassistant (1 January 2026): {answer}", answer)
+    assert_embeds(empty_journal, minilm, provider, 4, f"assistant: {answer}\nuser (1 January 2026): "
                   "make each worker create its own schema", "make each worker create its own schema")
 
 
-def test_previous_message_synced_in_an_earlier_run(journal, tmp_path, minilm):
+def test_previous_message_synced_in_an_earlier_run(empty_journal, tmp_path, minilm):
     transcript = write(tmp_path, session_lines()[:3])
-    journal.import_files([transcript])
+    empty_journal.import_files([transcript])
     provider = with_text(minilm, journal_only())
-    journal.mark_synced([1, 2, 3])   # pushed long ago: only the new message is pending
+    empty_journal.mark_synced([1, 2, 3])   # pushed long ago: only the new message is pending
     write(tmp_path, session_lines()[3:])
-    journal.import_files([transcript])
-    report = run_sync(journal_only(), journal=journal, provider=provider, store=None, lock=False)
+    empty_journal.import_files([transcript])
+    report = run_sync(journal_only(), journal=empty_journal, provider=provider, store=None, lock=False)
     assert report.embedded == 1, report
     answer = "the fixture reuses one database across workers, so tests race"
-    assert_embeds(journal, minilm, provider, 4, f"assistant: {answer}\nuser (1 January 2026): "
+    assert_embeds(empty_journal, minilm, provider, 4, f"assistant: {answer}\nuser (1 January 2026): "
                   "make each worker create its own schema", "make each worker create its own schema")
 
 
-def test_long_message_chunks_keep_content_spans_under_the_prefix(journal, tmp_path, minilm):
+def test_long_message_chunks_keep_content_spans_under_the_prefix(empty_journal, tmp_path, minilm):
     long = " ".join(f"word{i}" for i in range(900))
-    journal.import_files([write(tmp_path, [lines.user("short question", ts=DAY), lines.assistant(long, ts=DAY)])])
+    empty_journal.import_files([write(tmp_path, [lines.user("short question", ts=DAY), lines.assistant(long, ts=DAY)])])
     provider = with_text(minilm, journal_only())
-    assert run_sync(journal_only(), journal=journal, provider=provider, store=None, lock=False).ok
-    chunks = stored(journal, provider, 2)
+    assert run_sync(journal_only(), journal=empty_journal, provider=provider, store=None, lock=False).ok
+    chunks = stored(empty_journal, provider, 2)
     assert len(chunks) > 1 and chunks[0].start == 0 and chunks[-1].end == len(long)
     first = long[chunks[0].start:chunks[0].end]
     want = minilm.embed_documents([f"user: short question\nassistant (1 January 2026): {first}"])[0]
     assert float(chunks[0].vector @ want) > 0.9999
 
 
-def test_plain_keeps_the_old_space_and_text(journal, tmp_path, minilm, test_model_path):
+def test_plain_keeps_the_old_space_and_text(empty_journal, tmp_path, minilm, test_model_path):
     plain = journal_only(embed_text="plain", model=str(test_model_path), threads=1)
     with embedder(plain) as provider, get_provider(plain) as bare:
         assert provider.space.key == bare.space.key == "llama/all-MiniLM-L6-v2.f16/384/{}"
     with embedder(journal_only(model=str(test_model_path), threads=1)) as provider:
         assert provider.space.key == f"llama/all-MiniLM-L6-v2.f16/384/{CONTEXT_KEY}"
-    journal.import_files([write(tmp_path, session_lines())])
+    empty_journal.import_files([write(tmp_path, session_lines())])
     provider = with_text(minilm, plain)
     assert provider is minilm
-    assert run_sync(plain, journal=journal, provider=provider, store=None, lock=False).ok
+    assert run_sync(plain, journal=empty_journal, provider=provider, store=None, lock=False).ok
     answer = "the fixture reuses one database across workers, so tests race"
-    [chunk] = stored(journal, minilm, 3)
+    [chunk] = stored(empty_journal, minilm, 3)
     assert float(chunk.vector @ minilm.embed_documents([answer])[0]) > 0.9999
 
 
@@ -142,15 +136,15 @@ def test_embed_text_setting_is_checked():
 
 
 @pytest.mark.parametrize("batch_size", [1, 50])
-def test_a_remote_provider_never_sees_the_previous_message_unredacted(journal, tmp_path, batch_size):
+def test_a_remote_provider_never_sees_the_previous_message_unredacted(empty_journal, tmp_path, batch_size):
     secret = redaction_corpus.SECRETS[0]
-    journal.import_files([write(tmp_path, [
+    empty_journal.import_files([write(tmp_path, [
         lines.user(f"deploy with {secret.text} please", ts=DAY),
         lines.assistant("done, the deploy finished", ts=DAY)])])
     with Server({"/v1/embeddings": openai_embeddings}) as server:
         settings = config.load({"provider": "openai", "openai_api_key": "sk-test",
                                 "openai_base_url": server.url + "/v1"}, environ={}, path=os.devnull)
-        report = run_sync(settings, journal=journal, store=None, lock=False, batch_size=batch_size)
+        report = run_sync(settings, journal=empty_journal, store=None, lock=False, batch_size=batch_size)
         sent = [text for path, _, body in server.requests if path == "/v1/embeddings" for text in body["input"]]
     assert report.ok and report.embedded == 2, report.errors
     assert sent and not [text for text in sent if secret.secret in text]
@@ -188,14 +182,14 @@ def conversations(folder, sessions=3, turns=6):
     return paths
 
 
-def test_upgrade_from_plain_vectors_notes_then_backfills(journal, tmp_path, pg_db_url, test_model_path,
+def test_upgrade_from_plain_vectors_notes_then_backfills(empty_journal, tmp_path, pg_db_url, test_model_path,
                                                          monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
     monkeypatch.setenv("CLAUDE_CHATS_THREADS", "1")
     monkeypatch.setenv("DATABASE_URL", pg_db_url)
     monkeypatch.setenv("CLAUDE_CHATS_EMBED_TEXT", "plain")
-    journal.import_files(conversations(tmp_path))
-    before = run_sync(config.load(), journal=journal, lock=False, batch_size=5)
+    empty_journal.import_files(conversations(tmp_path))
+    before = run_sync(config.load(), journal=empty_journal, lock=False, batch_size=5)
     assert before.ok and before.pushed == 18 and before.backfill_before == 0, before.errors
     plain_key = "llama/all-MiniLM-L6-v2.f16/384/{}"
     context_key = f"llama/all-MiniLM-L6-v2.f16/384/{CONTEXT_KEY}"
@@ -203,7 +197,7 @@ def test_upgrade_from_plain_vectors_notes_then_backfills(journal, tmp_path, pg_d
 
     monkeypatch.delenv("CLAUDE_CHATS_EMBED_TEXT")   # the upgrade: the default embedded text
     for local in (False, True):
-        searcher = open_searcher(config.load(), journal_path=journal.path, use_postgres=not local, wait=10)
+        searcher = open_searcher(config.load(), journal_path=empty_journal.path, use_postgres=not local, wait=10)
         try:
             result = searcher.search("flaky migration test", mode="hybrid")
             assert result["modes_run"] == ["fulltext"] and result["hits"], result
@@ -214,18 +208,18 @@ def test_upgrade_from_plain_vectors_notes_then_backfills(journal, tmp_path, pg_d
             searcher.close()
 
     progress = []
-    after = run_sync(config.load(), journal=journal, lock=False, batch_size=5,
+    after = run_sync(config.load(), journal=empty_journal, lock=False, batch_size=5,
                      progress=lambda done, total: progress.append((done, total)))
     assert after.ok, after.errors
     assert (after.backfill_before, after.backfilled, after.pushed, after.embedded) == (18, 18, 0, 18)
     assert progress[-1] == (18, 18) and len(progress) == 4
     assert pg_message_count(pg_db_url) == 18
     assert len(pg_vectors(pg_db_url, context_key)) == 18 and len(pg_vectors(pg_db_url, plain_key)) == 18
-    again = run_sync(config.load(), journal=journal, lock=False)
+    again = run_sync(config.load(), journal=empty_journal, lock=False)
     assert (again.backfill_before, again.embedded, again.vectors_pushed) == (0, 0, 0)
 
     for local in (False, True):
-        searcher = open_searcher(config.load(), journal_path=journal.path, use_postgres=not local, wait=10)
+        searcher = open_searcher(config.load(), journal_path=empty_journal.path, use_postgres=not local, wait=10)
         try:
             result = searcher.search("how do the workers avoid sharing a database", mode="semantic")
             assert result["hits"] and result["source"] == ("local" if local else "postgres"), result

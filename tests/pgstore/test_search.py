@@ -14,15 +14,7 @@ from tests.support.journals import build_journal, sync_corpus
 
 
 @pytest.fixture
-def journal(tmp_path, pg_db_url):
-    journal = build_journal(tmp_path)
-    sync_corpus(journal, HashEmbedder(), pg_db_url)
-    yield journal
-    journal.close()
-
-
-@pytest.fixture
-def pg(journal, pg_db_url):
+def pg(pg_synced_journal, pg_db_url):
     backend = open_search(pg_db_url)
     yield backend
     backend.close()
@@ -45,8 +37,8 @@ QUESTIONS = ["why does the migration test fail on CI every other run?", "how do 
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_same_top_results_in_both_stores(journal, pg, query):
-    local, remote = both(journal, pg)
+def test_same_top_results_in_both_stores(pg_synced_journal, pg, query):
+    local, remote = both(pg_synced_journal, pg)
     for mode in ("fulltext", "semantic", "hybrid"):
         a, b = local.search(query, mode=mode, limit=3), remote.search(query, mode=mode, limit=3)
         assert (a["source"], b["source"]) == ("local", "postgres")
@@ -60,10 +52,10 @@ def test_same_top_results_in_both_stores(journal, pg, query):
                 [h["scores"]["semantic"] for h in b["hits"]], abs=1e-4)
 
 
-def test_both_stores_rank_questions_alike(journal, pg):
+def test_both_stores_rank_questions_alike(pg_synced_journal, pg):
     """Any-word full text ranked bm25-like in both stores (FTS5's bm25; Postgres: term frequencies
     from ts_rank, document frequencies through the GIN index): same top hit, nearly the same top 5."""
-    local, remote = both(journal, pg)
+    local, remote = both(pg_synced_journal, pg)
     shared = total = 0
     for query in QUERIES + QUESTIONS:
         for mode in ("fulltext", "hybrid"):
@@ -78,11 +70,11 @@ def test_both_stores_rank_questions_alike(journal, pg):
     assert total >= 90 and shared >= 0.9 * total
 
 
-def test_common_words_give_way_to_rare_ones(journal, pg_db_url):
+def test_common_words_give_way_to_rare_ones(pg_synced_journal, pg_db_url):
     """Past ``match_rows`` messages, an any-word query matches on its rarest words (both stores alike)."""
     remote = open_search(pg_db_url, match_rows=20)   # the corpus has 49 messages, 37 with "migration"
     try:
-        for backend in (LocalSearch(journal, match_rows=20), remote, LocalSearch(journal)):
+        for backend in (LocalSearch(pg_synced_journal, match_rows=20), remote, LocalSearch(pg_synced_journal)):
             result = Searcher(backend, None, HashEmbedder).search("migration rollback", mode="fulltext", match="any",
                                                                   neighbours=0, limit=50, per_session=0, max_chars=None)
             found = {(h["session_id"], h["seq"]) for h in result["hits"]}
@@ -91,7 +83,7 @@ def test_common_words_give_way_to_rare_ones(journal, pg_db_url):
             else:
                 assert len(found) > 30
         # even the rarest word is in more than 20 messages: every word is required
-        for backend in (LocalSearch(journal, match_rows=20), remote):
+        for backend in (LocalSearch(pg_synced_journal, match_rows=20), remote):
             result = Searcher(backend, None, HashEmbedder).search("migration table", mode="fulltext", match="any",
                                                                   neighbours=0, limit=50, per_session=0, max_chars=None)
             assert {h["session_id"] for h in result["hits"]} == {"s-long"} and len(result["hits"]) == 30
@@ -99,7 +91,7 @@ def test_common_words_give_way_to_rare_ones(journal, pg_db_url):
         remote.close()
 
 
-def test_sql_fusion_is_weighted_rrf_of_its_legs(journal, pg):
+def test_sql_fusion_is_weighted_rrf_of_its_legs(pg_synced_journal, pg):
     searcher = Searcher(None, _Fixed(pg), HashEmbedder)
     request = Request.build("migration sequence", per_session=0)
     space = pg.space(HashEmbedder().space.key)
@@ -122,8 +114,8 @@ def test_sql_fusion_is_weighted_rrf_of_its_legs(journal, pg):
 
 
 @pytest.mark.parametrize("mode", ["fulltext", "semantic"])
-def test_filters_select_the_same_messages(journal, pg, mode):
-    local, remote = both(journal, pg)
+def test_filters_select_the_same_messages(pg_synced_journal, pg, mode):
+    local, remote = both(pg_synced_journal, pg)
     for filters in ({"project_path": "/work/alpha"}, {"project_path": "/work/alpha/services"},
                     {"session_id": "s-migrate"}, {"role": "user"}, {"include_subagents": False},
                     {"since": "2026-01-02", "until": "2026-01-06"}, {"kinds": ["tool_result"]}):
@@ -132,8 +124,8 @@ def test_filters_select_the_same_messages(journal, pg, mode):
         assert sorted(places(a)) == sorted(places(b)), filters
 
 
-def test_conversation_and_sessions_from_postgres(journal, pg):
-    local, remote = both(journal, pg)
+def test_conversation_and_sessions_from_postgres(pg_synced_journal, pg):
+    local, remote = both(pg_synced_journal, pg)
     a = local.conversation("s-long", start_seq=3, limit=5)
     b = remote.conversation("s-long", start_seq=3, limit=5)
     assert b["source"] == "postgres" and a["messages"] == b["messages"]
@@ -145,23 +137,23 @@ def test_conversation_and_sessions_from_postgres(journal, pg):
            [s["session_id"] for s in local.recent_sessions(limit=3, project_path="/work/alpha")["sessions"]]
 
 
-def test_session_not_yet_in_postgres_is_read_from_the_journal(journal, pg):
-    journal.conn.execute("INSERT INTO sessions (id, updated_at, next_seq) VALUES ('s-new', '2026-02-01', 0)")
-    searcher = Searcher(LocalSearch(journal), _Fixed(pg), HashEmbedder)
+def test_session_not_yet_in_postgres_is_read_from_the_journal(pg_synced_journal, pg):
+    pg_synced_journal.conn.execute("INSERT INTO sessions (id, updated_at, next_seq) VALUES ('s-new', '2026-02-01', 0)")
+    searcher = Searcher(LocalSearch(pg_synced_journal), _Fixed(pg), HashEmbedder)
     page = searcher.conversation("s-new")
     assert page["source"] == "local" and "not in Postgres" in page["notes"][0]
 
 
-def test_mismatch_is_refused_by_postgres(journal, pg):
+def test_mismatch_is_refused_by_postgres(pg_synced_journal, pg):
     remote = Searcher(None, _Fixed(pg), OtherEmbedder)
     with pytest.raises(SpaceMismatchError, match="hash-32-other"):
         remote.search("flaky migration test", mode="semantic")
     assert remote.search("flaky migration test", mode="fulltext")["source"] == "postgres"
 
 
-def test_unreachable_postgres_answers_from_the_journal_fast(journal):
+def test_unreachable_postgres_answers_from_the_journal_fast(pg_synced_journal):
     for url in ("postgresql://nobody@127.0.0.1:1/none", "postgresql://nobody@10.255.255.1:5432/x?sslmode=require"):
-        searcher = Searcher(LocalSearch(journal), PgLink(url), HashEmbedder)
+        searcher = Searcher(LocalSearch(pg_synced_journal), PgLink(url), HashEmbedder)
         started = time.monotonic()
         result = searcher.search("flaky migration test")
         assert time.monotonic() - started < 2.0
@@ -169,17 +161,17 @@ def test_unreachable_postgres_answers_from_the_journal_fast(journal):
         assert any("Postgres unreachable" in n for n in result["notes"])
 
 
-def test_postgres_without_tables_falls_back(journal, pg_url):
-    result = Searcher(LocalSearch(journal), PgLink(pg_url), HashEmbedder).search("docker", mode="fulltext")
+def test_postgres_without_tables_falls_back(pg_synced_journal, pg_url):
+    result = Searcher(LocalSearch(pg_synced_journal), PgLink(pg_url), HashEmbedder).search("docker", mode="fulltext")
     assert result["source"] == "local"
     assert any("no claude-chats tables" in n for n in result["notes"])
 
 
-def test_outage_mid_session_and_recovery(journal, pg_db_url):
+def test_outage_mid_session_and_recovery(pg_synced_journal, pg_db_url):
     proxy = Proxy(pg_db_url).start()
     link = PgLink(proxy.url, retry_after=0.3)
     link.start()
-    searcher = Searcher(LocalSearch(journal), link, HashEmbedder)
+    searcher = Searcher(LocalSearch(pg_synced_journal), link, HashEmbedder)
     try:
         assert searcher.search("flaky migration test")["source"] == "postgres"
         proxy.stop()
@@ -197,9 +189,9 @@ def test_outage_mid_session_and_recovery(journal, pg_db_url):
         searcher.close()
 
 
-def test_insecure_remote_url_is_not_used(journal):
+def test_insecure_remote_url_is_not_used(pg_synced_journal):
     link = PgLink("postgresql://u@db.example.com/x")
-    result = Searcher(LocalSearch(journal), link, HashEmbedder).search("docker", mode="fulltext")
+    result = Searcher(LocalSearch(pg_synced_journal), link, HashEmbedder).search("docker", mode="fulltext")
     assert result["source"] == "local" and any("without TLS" in n for n in result["notes"])
     with pytest.raises(PostgresUnavailable, match="without TLS"):
         link.backend()

@@ -76,7 +76,7 @@ def write_queries(path, queries=QUERIES):
 
 
 @pytest.fixture
-def journal(tmp_path):
+def history_journal(tmp_path):
     """The user's journal (at the isolated home), holding the history."""
     journal = Journal.open(paths.journal_path())
     stats = journal.import_files(write_history(tmp_path / "projects"))
@@ -164,11 +164,11 @@ def test_session_metrics():
 
 # -- evaluation ---------------------------------------------------------------------------
 
-def test_eval_scores_each_mode_over_the_journal(tmp_path, journal, use_model, minilm):
+def test_eval_scores_each_mode_over_the_journal(tmp_path, history_journal, use_model, minilm):
     from claude_chats import config
     from claude_chats.models import with_text
 
-    evaluate.embed_journal(journal, with_text(minilm, config.load()))   # as sync embeds: the configured text
+    evaluate.embed_journal(history_journal, with_text(minilm, config.load()))   # as sync embeds: the configured text
     queries = write_queries(tmp_path / "q.jsonl")
     misses = tmp_path / "misses.jsonl"
     result = run("eval", str(queries), "--json", "--save-misses", str(misses))
@@ -205,7 +205,7 @@ def test_eval_on_the_shared_corpus_query_set(tmp_path, corpus):
 
 # -- bakeoff ------------------------------------------------------------------------------
 
-def test_bakeoff_builds_one_space_per_model(tmp_path, journal, test_model_path, f32_model_path, monkeypatch):
+def test_bakeoff_builds_one_space_per_model(tmp_path, history_journal, test_model_path, f32_model_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_THREADS", "2")
     queries = write_queries(tmp_path / "q.jsonl")
     result = run("eval", str(queries), "--model", str(test_model_path), "--model", f"llama:{f32_model_path}",
@@ -222,7 +222,7 @@ def test_bakeoff_builds_one_space_per_model(tmp_path, journal, test_model_path, 
     # the same checkpoint at two precisions ranks the same way
     assert rows[0]["modes"][0]["recall@5"] == pytest.approx(rows[1]["modes"][0]["recall@5"], abs=0.15)
     # the journal itself gained no vectors
-    assert journal.conn.execute("SELECT count(*) FROM spaces").fetchall()[0][0] == 0
+    assert history_journal.conn.execute("SELECT count(*) FROM spaces").fetchall()[0][0] == 0
 
     table = run("eval", str(queries), "--model", str(test_model_path), "--mode", "semantic")
     assert table.exit_code == 0
@@ -231,7 +231,7 @@ def test_bakeoff_builds_one_space_per_model(tmp_path, journal, test_model_path, 
     assert str(test_model_path) in row and "| 384 " in row and re.search(r"\| [\d.]+ (KB|MB) ", row)
 
 
-def test_bakeoff_spaces_are_separate(tmp_path, journal, test_model_path, f32_model_path):
+def test_bakeoff_spaces_are_separate(tmp_path, history_journal, test_model_path, f32_model_path):
     """Each model gets its own space (own vec table, own canary) built from the same messages."""
     from claude_chats.models.llama import LlamaProvider
 
@@ -239,7 +239,7 @@ def test_bakeoff_spaces_are_separate(tmp_path, journal, test_model_path, f32_mod
     folder.mkdir()
     providers = [(p.name, lambda p=p: LlamaProvider(model=str(p), threads=2))
                  for p in (test_model_path, f32_model_path)]
-    rows = evaluate.bakeoff(journal.path, [Query("q", "OOMKilled pod", ("s-oom",))], providers, ("semantic",),
+    rows = evaluate.bakeoff(history_journal.path, [Query("q", "OOMKilled pod", ("s-oom",))], providers, ("semantic",),
                             folder=str(folder))
     assert [r.metric("semantic", "recall@1") for r in rows] == [1.0, 1.0]
     with Journal.open(str(folder / "journal.db")) as scratch:
@@ -329,16 +329,16 @@ def test_long_messages_are_chunked_under_their_header(minilm):
     assert short[0].vector == pytest.approx(expected[1], abs=1e-4) and (short[0].start, short[0].end) == (0, 11)
 
 
-def test_tuned_search_over_the_journal(journal, minilm):
+def test_tuned_search_over_the_journal(history_journal, minilm):
     from claude_chats.models import recipe
 
-    space_id = evaluate.index_journal(journal, minilm)
-    space = journal.conn.execute("SELECT key FROM spaces WHERE id = ?", (space_id,)).fetchall()[0][0]
+    space_id = evaluate.index_journal(history_journal, minilm)
+    space = history_journal.conn.execute("SELECT key FROM spaces WHERE id = ?", (space_id,)).fetchall()[0][0]
     assert '"text":"speaker-date-1"' in space
     from claude_chats.localstore.search import LocalSearch
     from claude_chats.search.searcher import Searcher
 
-    searcher = Searcher(LocalSearch(journal), None, lambda: recipe.RecipeProvider(minilm, recipe.HEADER))
+    searcher = Searcher(LocalSearch(history_journal), None, lambda: recipe.RecipeProvider(minilm, recipe.HEADER))
     # the answer shares no word with the question: its neighbour (the question asked) does
     result = searcher.search("certificate expired", mode="fulltext", per_session=0, limit=5)
     top = [(h["session_id"], h["seq"]) for h in result["hits"][:2]]

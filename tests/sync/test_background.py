@@ -16,7 +16,8 @@ from tests.support import lines
 
 
 @pytest.fixture
-def journal(tmp_path):
+def pending_journal(tmp_path):
+    """The journal at the default path, holding a conversation not yet synced."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(lines.encode(*lines.conversation(2, session="bg")))
     with Journal.open() as j:
@@ -37,31 +38,31 @@ def wait_for(path, seconds=60):
     return False
 
 
-def test_starts_a_detached_sync_then_waits_for_the_interval(journal, monkeypatch):
+def test_starts_a_detached_sync_then_waits_for_the_interval(pending_journal, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", "no-such-provider")  # the child fails fast and logs it
-    assert background.maybe_start(journal.conn, interval=60) is True
+    assert background.maybe_start(pending_journal.conn, interval=60) is True
     assert wait_for(sync_log())
     with open(sync_log(), encoding="utf-8") as fh:
         entry = json.loads(fh.readline())
     assert entry["ok"] is False and "no-such-provider" in entry["errors"][0]
-    assert background.maybe_start(journal.conn, interval=60) is False          # rate-limited
-    assert background.maybe_start(journal.conn, interval=60, now=time.time() + 61) is True
+    assert background.maybe_start(pending_journal.conn, interval=60) is False          # rate-limited
+    assert background.maybe_start(pending_journal.conn, interval=60, now=time.time() + 61) is True
 
 
-def test_interval_zero_turns_it_off(journal):
-    assert background.maybe_start(journal.conn, interval=0) is False
-    assert background.maybe_start(journal.conn) is False          # conftest sets CLAUDE_CHATS_SYNC_INTERVAL=0
+def test_interval_zero_turns_it_off(pending_journal):
+    assert background.maybe_start(pending_journal.conn, interval=0) is False
+    assert background.maybe_start(pending_journal.conn) is False          # conftest sets CLAUDE_CHATS_SYNC_INTERVAL=0
     assert not os.path.exists(background.stamp_path())
 
 
-def test_not_started_while_a_sync_runs(journal):
+def test_not_started_while_a_sync_runs(pending_journal):
     with SyncLock():
-        assert background.maybe_start(journal.conn, interval=1) is False
+        assert background.maybe_start(pending_journal.conn, interval=1) is False
 
 
-def test_not_started_without_pending_messages(journal):
-    journal.mark_synced([r["id"] for r in journal.pending(limit=100)])
-    assert background.maybe_start(journal.conn, interval=1) is False
+def test_not_started_without_pending_messages(pending_journal):
+    pending_journal.mark_synced([r["id"] for r in pending_journal.pending(limit=100)])
+    assert background.maybe_start(pending_journal.conn, interval=1) is False
 
 
 def test_command_is_the_module_job():

@@ -46,7 +46,7 @@ _imported = {}
 
 
 @pytest.fixture
-def imported(corpus, tmp_path_factory):
+def imported_corpus(corpus, tmp_path_factory):
     """The whole corpus imported once into a journal of its own (read-only tests share it)."""
     if "journal" not in _imported:
         path = tmp_path_factory.mktemp("corpus-journal") / "journal.db"
@@ -124,14 +124,14 @@ def test_records_are_well_formed(corpus):
 
 # -- the journal ---------------------------------------------------------------------------------------
 
-def test_import_has_no_errors(imported):
-    journal, stats = imported
+def test_import_has_no_errors(imported_corpus):
+    journal, stats = imported_corpus
     assert stats.errors == []
     assert stats.messages == journal.counts()["messages"] > 1000
 
 
-def test_no_base64_in_stored_text(imported, corpus):
-    journal, _ = imported
+def test_no_base64_in_stored_text(imported_corpus, corpus):
+    journal, _ = imported_corpus
     assert any(b'"base64"' in p.read_bytes() for p in files_of(corpus))   # there is base64 to drop
     leaks = [(uuid, kind, m.group(0)[:60])
              for uuid, kind, content in journal.conn.execute("SELECT uuid, kind, content FROM messages")
@@ -140,8 +140,8 @@ def test_no_base64_in_stored_text(imported, corpus):
     assert leaks == []
 
 
-def test_subagents_are_linked_to_their_parent(imported, corpus):
-    journal, _ = imported
+def test_subagents_are_linked_to_their_parent(imported_corpus, corpus):
+    journal, _ = imported_corpus
     checked = parents_found = 0
     for path in files_of(corpus):
         if not path.name.startswith("agent-"):
@@ -169,8 +169,8 @@ def test_subagents_are_linked_to_their_parent(imported, corpus):
     assert checked > 0 and parents_found > 0
 
 
-def test_compaction_is_flagged_and_stays_in_its_session(imported, corpus):
-    journal, _ = imported
+def test_compaction_is_flagged_and_stays_in_its_session(imported_corpus, corpus):
+    journal, _ = imported_corpus
     summaries = boundaries = 0
     for path in files_of(corpus):
         for _, obj in json_lines(path):
@@ -187,8 +187,8 @@ def test_compaction_is_flagged_and_stays_in_its_session(imported, corpus):
     assert summaries > 0 and boundaries > 0
 
 
-def test_summaries_name_a_session_only_when_their_leaf_is_in_the_same_file(imported, corpus):
-    journal, _ = imported
+def test_summaries_name_a_session_only_when_their_leaf_is_in_the_same_file(imported_corpus, corpus):
+    journal, _ = imported_corpus
     allowed = set()
     for path in files_of(corpus):
         lines = json_lines(path)
@@ -199,8 +199,8 @@ def test_summaries_name_a_session_only_when_their_leaf_is_in_the_same_file(impor
     assert used <= allowed
 
 
-def test_sequence_numbers_are_0_to_n_without_gaps(imported):
-    journal, _ = imported
+def test_sequence_numbers_are_0_to_n_without_gaps(imported_corpus):
+    journal, _ = imported_corpus
     by_session = collections.defaultdict(list)
     for session_id, seq in journal.conn.execute("SELECT session_id, seq FROM messages ORDER BY session_id, seq"):
         by_session[session_id].append(seq)
@@ -226,9 +226,9 @@ def test_reimport_is_idempotent(corpus):
         assert journal.counts() == counts
 
 
-def test_reading_in_small_pieces_stores_what_one_read_stores(corpus, imported, tmp_path):
+def test_reading_in_small_pieces_stores_what_one_read_stores(corpus, imported_corpus, tmp_path):
     """The hook reads a few lines at a time; the result must not depend on where reads stop."""
-    whole, _ = imported
+    whole, _ = imported_corpus
     with Journal.open(str(tmp_path / "pieces.db")) as pieces:
         for path in files_of(corpus):
             writer.ingest_file(pieces.conn, str(path), chunk_bytes=4096)

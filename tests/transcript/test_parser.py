@@ -13,7 +13,6 @@ import pytest
 
 from claude_chats import transcript as t
 from claude_chats.localstore import writer
-from claude_chats.localstore.journal import Journal
 from tests.support.journals import fulltext
 
 SESSION = "5f1c2a3b-0000-4000-8000-000000000001"
@@ -78,13 +77,7 @@ def accounted(result):
     return len(line_uuids(result.records)) + len(result.titles) + sum(result.skipped.values()) == result.lines
 
 
-# -- the journal, through the same write path as the hook and `chats import` ---------
-
-@pytest.fixture
-def journal():
-    with Journal.open() as j:
-        yield j
-
+# -- the journal (empty_journal), through the same write path as the hook and `chats import` ---------
 
 @pytest.fixture
 def project(tmp_path):
@@ -327,14 +320,14 @@ def test_thinking_is_stored_with_its_kind_and_not_in_default_kinds():
     assert t.THINKING in t.KINDS and t.THINKING not in t.DEFAULT_KINDS
 
 
-def test_thinking_is_searched_only_when_asked(project, journal):
+def test_thinking_is_searched_only_when_asked(project, empty_journal):
     path = write(project / f"{SESSION}.jsonl",
                  user("u1", "Pick an animal"),
                  assistant("a1", [{"type": "thinking", "thinking": "Weigh the quokka option.", "signature": "s"}]),
                  assistant("a2", [text("A wombat.")]))
-    journal.import_files([str(path)])
-    assert fulltext(journal, "quokka") == []
-    (hit,) = fulltext(journal, "quokka", kinds=[t.THINKING])
+    empty_journal.import_files([str(path)])
+    assert fulltext(empty_journal, "quokka") == []
+    (hit,) = fulltext(empty_journal, "quokka", kinds=[t.THINKING])
     assert hit["kind"] == "thinking"
 
 
@@ -444,36 +437,36 @@ def test_compact_boundary_and_summary_are_flagged_records_of_their_own_kinds():
     assert t.COMPACT_SUMMARY in t.DEFAULT_KINDS
 
 
-def test_compaction_is_not_a_new_session_in_the_journal(project, journal):
-    journal.import_files([str(write(project / f"{SESSION}.jsonl", *compaction_lines()))])
-    assert [s["session_id"] for s in journal.sessions()] == [SESSION]
-    assert [k for _, k, _ in stored(journal)] == ["text", "text", "compact_boundary", "compact_summary", "text"]
-    assert [m["role"] for m in journal.messages(SESSION, kinds=["text"])] == ["user", "assistant", "user"]
+def test_compaction_is_not_a_new_session_in_the_journal(project, empty_journal):
+    empty_journal.import_files([str(write(project / f"{SESSION}.jsonl", *compaction_lines()))])
+    assert [s["session_id"] for s in empty_journal.sessions()] == [SESSION]
+    assert [k for _, k, _ in stored(empty_journal)] == ["text", "text", "compact_boundary", "compact_summary", "text"]
+    assert [m["role"] for m in empty_journal.messages(SESSION, kinds=["text"])] == ["user", "assistant", "user"]
 
 
 # -- 8. session names: custom-title, agent-name, summary ----------------------------------------------
 
-def test_custom_title_last_one_wins(project, journal):
+def test_custom_title_last_one_wins(project, empty_journal):
     path = write(project / f"{SESSION}.jsonl",
                  user("u1", "hello"),
                  {"type": "custom-title", "customTitle": "first name", "sessionId": SESSION},
                  assistant("a1", [text("hi")]),
                  {"type": "custom-title", "customTitle": "engine port", "sessionId": SESSION})
-    journal.import_files([str(path)])
-    assert journal.session(SESSION)["name"] == "engine port"
+    empty_journal.import_files([str(path)])
+    assert empty_journal.session(SESSION)["name"] == "engine port"
     # Claude Code re-appends the title from time to time; a later rename still wins.
     write(path, {"type": "custom-title", "customTitle": "engine port, part 2", "sessionId": SESSION}, mode="ab")
-    journal.import_files([str(path)])
-    assert journal.session(SESSION)["custom_title"] == "engine port, part 2"
+    empty_journal.import_files([str(path)])
+    assert empty_journal.session(SESSION)["custom_title"] == "engine port, part 2"
 
 
-def test_custom_title_may_name_another_session(project, journal):
+def test_custom_title_may_name_another_session(project, empty_journal):
     path = write(project / f"{SESSION}.jsonl",
                  user("u1", "hello"),
                  {"type": "custom-title", "customTitle": "the other one", "sessionId": OTHER})
-    journal.import_files([str(path)])
-    assert journal.session(OTHER)["name"] == "the other one"
-    assert journal.session(SESSION)["name"] is None
+    empty_journal.import_files([str(path)])
+    assert empty_journal.session(OTHER)["name"] == "the other one"
+    assert empty_journal.session(SESSION)["name"] is None
 
 
 def test_agent_name_is_a_name_of_its_own():
@@ -483,13 +476,13 @@ def test_agent_name_is_a_name_of_its_own():
     assert result.skipped == {"empty title": 1}
 
 
-def test_agent_name_names_the_session(project, journal):
-    journal.import_files([str(write(project / f"{SESSION}.jsonl", user("u1", "hello"),
+def test_agent_name_names_the_session(project, empty_journal):
+    empty_journal.import_files([str(write(project / f"{SESSION}.jsonl", user("u1", "hello"),
                                     {"type": "agent-name", "agentName": "reviewer", "sessionId": SESSION}))])
-    assert journal.session(SESSION)["name"] == "reviewer"
+    assert empty_journal.session(SESSION)["name"] == "reviewer"
 
 
-def test_summary_is_a_title_only_when_its_leaf_is_in_the_same_file(project, journal):
+def test_summary_is_a_title_only_when_its_leaf_is_in_the_same_file(project, empty_journal):
     here = write(project / f"{SESSION}.jsonl",
                  {"type": "summary", "summary": "Rust port of the engine", "leafUuid": "a1"},  # written first
                  user("u1", "Port the engine"), assistant("a1", [text("Done.")]))
@@ -497,19 +490,19 @@ def test_summary_is_a_title_only_when_its_leaf_is_in_the_same_file(project, jour
                       {"type": "summary", "summary": "Someone else's conversation", "leafUuid": "not-here"},
                       {"type": "summary", "summary": "Points into the other file", "leafUuid": "u1"},
                       user("o1", "Unrelated question", sessionId=OTHER))
-    journal.import_files([str(here), str(elsewhere)])
-    assert journal.session(SESSION)["name"] == "Rust port of the engine"
-    assert journal.session(OTHER)["name"] is None
-    assert journal.session(OTHER)["summary"] is None
+    empty_journal.import_files([str(here), str(elsewhere)])
+    assert empty_journal.session(SESSION)["name"] == "Rust port of the engine"
+    assert empty_journal.session(OTHER)["name"] is None
+    assert empty_journal.session(OTHER)["summary"] is None
 
 
-def test_summary_read_before_its_leaf_still_names_the_session(project, journal):
+def test_summary_read_before_its_leaf_still_names_the_session(project, empty_journal):
     path = write(project / f"{SESSION}.jsonl",
                  {"type": "summary", "summary": "Rust port of the engine", "leafUuid": "a1"}, user("u1", "Port it"))
-    journal.import_files([str(path)])            # one hook run...
+    empty_journal.import_files([str(path)])            # one hook run...
     write(path, assistant("a1", [text("Done.")]), mode="ab")
-    journal.import_files([str(path)])            # ...and the next: the leaf is now in the same file
-    assert journal.session(SESSION)["name"] == "Rust port of the engine"
+    empty_journal.import_files([str(path)])            # ...and the next: the leaf is now in the same file
+    assert empty_journal.session(SESSION)["name"] == "Rust port of the engine"
 
 
 def test_summary_lines_are_titles_not_records():
@@ -528,7 +521,7 @@ def subagent_lines(agent_id, prompt="Find where the config is loaded", session=S
             assistant(f"{agent_id}-a1", [text("It is loaded in config.py.")], f"msg_{agent_id}", **extra)]
 
 
-def test_subagents_in_both_layouts_are_their_own_conversations_linked_to_the_parent(project, journal):
+def test_subagents_in_both_layouts_are_their_own_conversations_linked_to_the_parent(project, empty_journal):
     main = write(project / f"{SESSION}.jsonl", user("u1", "Investigate the config"))
     beside = write(project / "agent-3ea04571.jsonl", *subagent_lines("3ea04571"))               # <= 2.0
     nested = write(project / SESSION / "subagents" / "agent-a52886dc180afb356.jsonl",           # >= 2.1
@@ -536,15 +529,15 @@ def test_subagents_in_both_layouts_are_their_own_conversations_linked_to_the_par
     (project / SESSION / "subagents" / "agent-a52886dc180afb356.meta.json").write_text(
         '{"agentType":"general-purpose","description":"find config"}')
     assert writer.subagent_files(str(main)) == sorted([str(beside), str(nested)])
-    writer.ingest_session(journal.conn, str(main))   # what the hook does
+    writer.ingest_session(empty_journal.conn, str(main))   # what the hook does
     for agent in ("3ea04571", "a52886dc180afb356"):
-        session = journal.session(f"{SESSION}:agent-{agent}")
+        session = empty_journal.session(f"{SESSION}:agent-{agent}")
         assert session["parent_session_id"] == SESSION
         assert session["agent_id"] == agent
-        messages = journal.messages(session["session_id"])
+        messages = empty_journal.messages(session["session_id"])
         assert [(m["role"], m["kind"], m["is_sidechain"]) for m in messages] == [
             ("user", "text", 1), ("assistant", "text", 1)]
-    assert stored(journal) == [("user", "text", "Investigate the config")]
+    assert stored(empty_journal) == [("user", "text", "Investigate the config")]
 
 
 def test_nested_subagent_lines_without_session_id_fall_back_to_the_folder():
@@ -567,25 +560,25 @@ def test_warmup_subagent_is_skipped():
     assert ctx.warmup is True
 
 
-def test_warmup_decision_is_carried_across_incremental_reads(project, journal):
+def test_warmup_decision_is_carried_across_incremental_reads(project, empty_journal):
     path = project / "agent-c63fe96c.jsonl"
     first, reply = subagent_lines("c63fe96c", prompt="Warmup")
     write(path, first)
-    journal.import_files([str(path)])
-    assert journal.conn.execute("SELECT warmup FROM transcripts").fetchall() == [(1,)]
+    empty_journal.import_files([str(path)])
+    assert empty_journal.conn.execute("SELECT warmup FROM transcripts").fetchall() == [(1,)]
     write(path, reply, user("c63fe96c-u2", "Now a real question", isSidechain=True), mode="ab")
-    journal.import_files([str(path)])
-    assert journal.counts()["messages"] == 0
+    empty_journal.import_files([str(path)])
+    assert empty_journal.counts()["messages"] == 0
 
 
-def test_a_real_subagent_stays_real_across_incremental_reads(project, journal):
+def test_a_real_subagent_stays_real_across_incremental_reads(project, empty_journal):
     path = project / "agent-41b9470d.jsonl"
     first, reply = subagent_lines("41b9470d")
     write(path, first)
-    journal.import_files([str(path)])
+    empty_journal.import_files([str(path)])
     write(path, reply, user("41b9470d-u2", "Warmup", isSidechain=True), mode="ab")
-    journal.import_files([str(path)])
-    assert [k for _, k, _ in stored(journal, f"{SESSION}:agent-41b9470d")] == ["text", "text", "text"]
+    empty_journal.import_files([str(path)])
+    assert [k for _, k, _ in stored(empty_journal, f"{SESSION}:agent-41b9470d")] == ["text", "text", "text"]
 
 
 # -- 10. bad input never crashes ---------------------------------------------------------------------
@@ -595,11 +588,11 @@ def test_zero_bytes():
     assert (result.records, result.skipped, result.consumed, result.lines) == ([], {}, 0, 0)
 
 
-def test_zero_byte_file_through_the_journal(project, journal):
+def test_zero_byte_file_through_the_journal(project, empty_journal):
     path = project / f"{SESSION}.jsonl"
     path.write_bytes(b"")
-    stats = journal.import_files([str(path)])
-    assert stats.errors == [] and journal.counts()["messages"] == 0
+    stats = empty_journal.import_files([str(path)])
+    assert stats.errors == [] and empty_journal.counts()["messages"] == 0
 
 
 def test_megabyte_lines():
@@ -615,13 +608,13 @@ def test_megabyte_lines():
     assert result.records[2].text == words.strip()
 
 
-def test_megabyte_line_through_the_journal(project, journal):
+def test_megabyte_line_through_the_journal(project, empty_journal):
     line = user("u1", [text("Here is the scan"), {"type": "image", "source": {
         "type": "base64", "media_type": "image/png", "data": PNG * 80}}])
     path = write(project / f"{SESSION}.jsonl", line, assistant("a1", [text("Nice scan.")]))
     assert path.stat().st_size > 1_000_000
-    journal.import_files([str(path)])
-    assert stored(journal) == [("user", "text", "Here is the scan\n[image]"), ("assistant", "text", "Nice scan.")]
+    empty_journal.import_files([str(path)])
+    assert stored(empty_journal) == [("user", "text", "Here is the scan\n[image]"), ("assistant", "text", "Nice scan.")]
 
 
 def test_invalid_utf8_is_replaced_not_fatal():
@@ -648,17 +641,17 @@ def test_final_consumes_a_last_line_without_newline():
     assert [r.text for r in result.records] == ["first", "no newline"] and result.consumed == len(data)
 
 
-def test_truncated_last_line_through_the_journal(project, journal):
+def test_truncated_last_line_through_the_journal(project, empty_journal):
     path = project / f"{SESSION}.jsonl"
     complete, partial = jsonl(user("u1", "first")), jsonl(user("u2", "second"))
     path.write_bytes(complete + partial[:30])
-    journal.import_files([str(path)])
-    assert stored(journal) == [("user", "text", "first")]
-    assert journal.conn.execute("SELECT offset FROM transcripts").fetchall() == [(len(complete),)]
+    empty_journal.import_files([str(path)])
+    assert stored(empty_journal) == [("user", "text", "first")]
+    assert empty_journal.conn.execute("SELECT offset FROM transcripts").fetchall() == [(len(complete),)]
     with open(path, "ab") as fh:
         fh.write(partial[30:])
-    journal.import_files([str(path)])
-    assert stored(journal) == [("user", "text", "first"), ("user", "text", "second")]
+    empty_journal.import_files([str(path)])
+    assert stored(empty_journal) == [("user", "text", "first"), ("user", "text", "second")]
 
 
 def test_torn_line_never_completed_does_not_take_the_next_line_with_it():
@@ -671,14 +664,14 @@ def test_torn_line_never_completed_does_not_take_the_next_line_with_it():
         assert result.skipped == {"invalid json": 1}
 
 
-def test_torn_line_through_the_journal(project, journal):
+def test_torn_line_through_the_journal(project, empty_journal):
     path = project / f"{SESSION}.jsonl"
     complete, torn = jsonl(user("u1", "first")), jsonl(user("u2", "never finished"))
     path.write_bytes(complete + torn[:30])
-    journal.import_files([str(path)])
+    empty_journal.import_files([str(path)])
     write(path, user("u3", "after the restart"), mode="ab")
-    stats = journal.import_files([str(path)])
-    assert stored(journal) == [("user", "text", "first"), ("user", "text", "after the restart")]
+    stats = empty_journal.import_files([str(path)])
+    assert stored(empty_journal) == [("user", "text", "first"), ("user", "text", "after the restart")]
     assert stats.skipped == {"invalid json": 1}
 
 
@@ -838,38 +831,38 @@ def test_every_line_is_accounted_for():
 
 # -- 13. the journal: sequence numbers and idempotent re-reads ---------------------------------------------
 
-def test_hook_style_appends_give_sequence_numbers_without_gaps(project, journal):
+def test_hook_style_appends_give_sequence_numbers_without_gaps(project, empty_journal):
     path = project / f"{SESSION}.jsonl"
     lines = [user("u1", "one"), assistant("a1", [text("two")]), {"type": "progress", "uuid": "p1"},
              assistant("a2", [tool_use("Bash", {"command": "ls"})]), user("u2", [tool_result("x")]),
              assistant("a3", [text("three"), text("four")], "msg_2")]
     for ln in lines:                            # one hook run per appended line
         write(path, ln, mode="ab")
-        journal.import_files([str(path)])
-    seqs = [m["seq"] for m in journal.messages(SESSION)]
+        empty_journal.import_files([str(path)])
+    seqs = [m["seq"] for m in empty_journal.messages(SESSION)]
     assert seqs == list(range(6))
-    assert journal.session(SESSION)["message_count"] == 6
+    assert empty_journal.session(SESSION)["message_count"] == 6
 
 
-def test_reimport_and_reread_from_zero_add_nothing(project, journal):
+def test_reimport_and_reread_from_zero_add_nothing(project, empty_journal):
     path = write(project / f"{SESSION}.jsonl", *compaction_lines(),
                  assistant("a9", [text("x"), tool_use("Bash", {"command": "make"})], "msg_9"))
-    first = journal.import_files([str(path)])
-    before = journal.counts()
+    first = empty_journal.import_files([str(path)])
+    before = empty_journal.counts()
     assert first.messages == before["messages"] == 7
-    assert journal.import_files([str(path)]).messages == 0
-    journal.conn.execute("UPDATE transcripts SET inode = -1")   # as if the file had been replaced
-    again = journal.import_files([str(path)])
+    assert empty_journal.import_files([str(path)]).messages == 0
+    empty_journal.conn.execute("UPDATE transcripts SET inode = -1")   # as if the file had been replaced
+    again = empty_journal.import_files([str(path)])
     assert (again.messages, again.duplicates) == (0, 7)
-    assert journal.counts() == before
-    assert [m["seq"] for m in journal.messages(SESSION)] == list(range(7))
+    assert empty_journal.counts() == before
+    assert [m["seq"] for m in empty_journal.messages(SESSION)] == list(range(7))
 
 
-def test_session_row_carries_project_branch_and_times(project, journal):
+def test_session_row_carries_project_branch_and_times(project, empty_journal):
     path = write(project / f"{SESSION}.jsonl",
                  user("u1", "a", timestamp="2026-01-05T10:00:00.000Z", slug="eager-humming-orbit"),
                  assistant("a1", [text("b")], timestamp="2026-01-05T09:59:00.000Z", gitBranch="dev"))
-    journal.import_files([str(path)])
-    s = journal.session(SESSION)
+    empty_journal.import_files([str(path)])
+    s = empty_journal.session(SESSION)
     assert (s["project_path"], s["git_branch"], s["first_at"], s["last_at"], s["name"]) == (
         CWD, "dev", "2026-01-05T09:59:00.000Z", "2026-01-05T10:00:00.000Z", "eager-humming-orbit")
