@@ -8,20 +8,15 @@ import sys
 import tomllib
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import config, faults, paths
-from claude_chats.cli import main
 from claude_chats.errors import ConfigError
 from tests.support import ROOT
+from tests.support.cli import chats
 
 # Read by the product besides its settings (tests/conftest.py clears them too).
 NOT_SETTINGS = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "OLLAMA_MODELS", "PGHOST", "PGSSLMODE",
                 faults.ENV)
-
-
-def chats(*args):
-    return CliRunner().invoke(main, list(args))
 
 
 def shown(as_json=True):

@@ -4,19 +4,14 @@ import json
 import os
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import config, paths, status
-from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import with_text
 from claude_chats.sync.runner import run_sync
 from tests.support import lines
+from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder
-
-
-def chats(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def write_transcript(session="s-1", n=4, project="-work-app"):

@@ -4,16 +4,10 @@ import json
 
 import platformdirs
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import paths
-from claude_chats.cli import main
 from tests.support import lines
-
-
-def chats(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result
+from tests.support.cli import chats
 
 
 @pytest.fixture

@@ -3,16 +3,15 @@
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import paths
-from claude_chats.cli import main
 from claude_chats.localstore import db, vectors
 from claude_chats.models import canary_vector, embed_texts
+from tests.support.cli import chats
 
 
 def run(*args):
-    return CliRunner().invoke(main, ["models", *args], catch_exceptions=False)
+    return chats("models", *args)
 
 
 @pytest.fixture
@@ -87,7 +86,7 @@ def test_pull_offline_is_a_clear_message(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # what an offline machine is told to set (a refused
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # connection gives the same message, slower)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    result = CliRunner().invoke(main, ["models", "pull", "mxbai-embed-large"])
+    result = run("pull", "mxbai-embed-large")
     assert result.exit_code == 1
     assert "cannot download mxbai-embed-large from Hugging Face" in result.output
     assert "chats models convert" in result.output and "Traceback" not in result.output
@@ -95,5 +94,5 @@ def test_pull_offline_is_a_clear_message(monkeypatch, tmp_path):
 
 def test_pull_of_an_unknown_name(monkeypatch, tmp_path):
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-store"))
-    result = CliRunner().invoke(main, ["models", "pull", "no-such-model"])
+    result = run("pull", "no-such-model")
     assert result.exit_code == 1 and "not a Hugging Face repo" in result.output

@@ -3,19 +3,14 @@
 import asyncio
 import json
 
-from click.testing import CliRunner
 from fastmcp import Client
 
 from claude_chats import paths
-from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.mcp.server import create_server
 from claude_chats.stores import open_searcher
+from tests.support.cli import chats
 from tests.support.journals import write_corpus
-
-
-def chats(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def imported(tmp_path):

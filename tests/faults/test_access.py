@@ -18,13 +18,12 @@ import threading
 from urllib.parse import quote
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import config, models, paths, redact
-from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
 from tests.support import lines, redaction_corpus
+from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder
 from tests.support.hooks import Transcripts, hook_payload, run_hook
 
@@ -59,8 +58,7 @@ def _every_command(tmp_path, transcript):
                  ["doctor", "--json"], ["doctor"], ["config", "show", "--json"], ["config", "show"],
                  ["search", "quick brown fox", "--json"], ["search", "quick brown fox"],
                  ["search", "fox", "--mode", "semantic"], ["sessions", "--json"], ["show", "sess-1", "--json"]):
-        result = CliRunner().invoke(main, args)
-        assert not isinstance(result.exception, (AssertionError, KeyError)), result.exception
+        result = chats(*args)
         outputs.append((args, result.output + getattr(result, "stderr", "")))
     background = subprocess.run([sys.executable, "-m", "claude_chats.sync", "--background"], capture_output=True,
                                 text=True, timeout=120)
@@ -168,7 +166,7 @@ def test_a_remote_database_without_tls_is_refused_with_the_password_masked(tmp_p
     monkeypatch.setenv("DATABASE_URL", f"postgresql://chats:{quote(PASSWORD, safe='')}@db.example.com/chats")
     _seed(tmp_path)
     for args in (["sync", "--json"], ["sync"], ["status", "--json"], ["search", "fox", "--json"]):
-        result = CliRunner().invoke(main, args)
+        result = chats(*args)
         text = result.output + result.stderr
         assert "TLS" in text or "sslmode" in text, (args, text)
         for secret in SECRETS:
@@ -184,7 +182,7 @@ def test_everything_written_is_owner_only(tmp_path, monkeypatch, layout, secrets
     os.umask(0o022)                       # a usual umask: what is private must be made so on purpose
     transcript = _seed(tmp_path)
     run_hook(b"not json")                  # the hook log
-    CliRunner().invoke(main, ["config", "set", "sync_interval", "600"])
+    chats("config", "set", "sync_interval", "600")
     _every_command(tmp_path, transcript)
     roots = [r for r in {paths.data_dir(), paths.log_dir(), paths.config_dir()} if os.path.exists(r)]
     modes = _modes(*roots)
@@ -244,7 +242,7 @@ def default_sync(pg_db_url, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", pg_db_url)
 
     def run():
-        result = CliRunner().invoke(main, ["sync", "--json"], catch_exceptions=False)
+        result = chats("sync", "--json")
         assert json.loads(result.output)["ok"], result.output
     return run
 
@@ -316,11 +314,11 @@ def test_a_semantic_query_sent_to_a_remote_embedding_api_is_redacted(tmp_path, m
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
     try:
         samples = _conversation_with_secrets(tmp_path)
-        assert json.loads(CliRunner().invoke(main, ["sync", "--json"]).output)["embedded"] > 0
+        assert json.loads(chats("sync", "--json").output)["embedded"] > 0
         synced = "\n".join(map(str, _Embeddings.received))
         assert _Embeddings.received and not [s.name for s in samples if s.secret in synced]
         query = f"where did I paste {samples[0].text}"
-        result = CliRunner().invoke(main, ["search", query, "--mode", "semantic", "--local", "--json"])
+        result = chats("search", query, "--mode", "semantic", "--local", "--json")
         assert result.exit_code == 0, result.output
         assert samples[0].secret not in "\n".join(map(str, _Embeddings.received))
     finally:

@@ -12,7 +12,6 @@ import json
 import pathlib
 
 import pytest
-from click.testing import CliRunner
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from hypothesis import given, seed
@@ -20,10 +19,10 @@ from hypothesis import strategies as st
 
 from claude_chats import models, paths
 from claude_chats.search import core as search
-from claude_chats.cli import main
 from claude_chats.errors import ClaudeChatsError
 from claude_chats.mcp.server import create_server
 from tests.support import lines
+from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder
 from tests.support.fuzzing import FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, check_journal, fuzz_settings
 from tests.support.journals import CONVERSATIONS, build_journal, local_searcher, searcher_opener, sync_corpus
@@ -127,10 +126,6 @@ def cli_journal(monkeypatch):
     return home
 
 
-def chats(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-
 def _search_args(query, mode, options):
     args = ["search", query, "--mode", mode, "--local"]
     for key, flag in (("project_path", "--project"), ("session_id", "--session"), ("role", "--role"),
@@ -183,7 +178,7 @@ def test_every_journal_command_answers_or_gives_a_one_line_error(cli_journal, ar
 
 @pytest.mark.parametrize("option", ["--start", "--end"])
 def test_show_with_a_sequence_number_beyond_64_bits_is_a_one_line_error(cli_journal, option):
-    result = CliRunner().invoke(main, ["show", "s-migrate", option, str(2**63)])
+    result = chats("show", "s-migrate", option, 2**63)
     assert isinstance(result.exception, SystemExit) and result.exit_code in (1, 2), repr(result.exception)
     assert [line for line in result.stderr.splitlines() if line.startswith("Error")], result.stderr
 

@@ -14,14 +14,13 @@ import sys
 
 import apsw
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import config, paths
-from claude_chats.cli import main
 from claude_chats.localstore import vectors
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
 from tests.support import lines
+from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder
 from tests.support.journals import fulltext
 from tests.support.redaction_corpus import SECRETS
@@ -30,10 +29,6 @@ GITHUB = next(s for s in SECRETS if s.kind == "github-token")
 AWS = next(s for s in SECRETS if s.kind == "aws-access-key")
 TITLE_SECRET = next(s for s in SECRETS if s.kind == "openai-api-key")
 HOOK = [sys.executable, "-m", "claude_chats.hook"]
-
-
-def chats(*args, input=None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
 
 def write_transcript(tmp_path, session="s-leak"):

@@ -5,13 +5,12 @@ import pathlib
 import re
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import evaluate, paths
-from claude_chats.cli import main
 from claude_chats.evaluate import Query, QueryFileError, load_queries
 from claude_chats.localstore.journal import Journal
 from tests.support import lines
+from tests.support.cli import chats
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
 
@@ -104,10 +103,6 @@ def f32_model_path(test_model_dir, test_model_path):
     return out
 
 
-def run(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
 # -- query files --------------------------------------------------------------------------
 
 def test_load_queries(tmp_path):
@@ -137,14 +132,14 @@ def test_bad_query_files_are_clear_errors(tmp_path, content, message):
 def test_cli_reports_a_bad_query_file_in_one_line(tmp_path):
     (tmp_path / "q.jsonl").write_text('{"query": "x"}\n')
     for target in (tmp_path / "q.jsonl", tmp_path / "missing.jsonl"):
-        result = run("eval", str(target))
+        result = chats("eval", str(target))
         assert result.exit_code == 1
         assert len(result.output.strip().splitlines()) == 1 and result.output.startswith("Error: ")
         assert "Traceback" not in result.output
 
 
 def test_postgres_store_needs_a_database(tmp_path):
-    result = run("eval", str(write_queries(tmp_path / "q.jsonl")), "--store", "postgres")
+    result = chats("eval", str(write_queries(tmp_path / "q.jsonl")), "--store", "postgres")
     assert result.exit_code == 1 and "no Postgres configured" in result.output
 
 
@@ -171,7 +166,7 @@ def test_eval_scores_each_mode_over_the_journal(tmp_path, history_journal, use_m
     evaluate.embed_journal(history_journal, with_text(minilm, config.load()))   # as sync embeds: the configured text
     queries = write_queries(tmp_path / "q.jsonl")
     misses = tmp_path / "misses.jsonl"
-    result = run("eval", str(queries), "--json", "--save-misses", str(misses))
+    result = chats("eval", str(queries), "--json", "--save-misses", str(misses))
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     modes = {m["mode"]: m for m in report["modes"]}
@@ -187,7 +182,7 @@ def test_eval_scores_each_mode_over_the_journal(tmp_path, history_journal, use_m
     assert {m["mode"] for m in saved} == {"fulltext"}
     assert all(m["first"] == [] or m["first"][0]["session_id"] not in m["relevant_session_ids"] for m in saved)
 
-    table = run("eval", str(queries), "--mode", "semantic")
+    table = chats("eval", str(queries), "--mode", "semantic")
     assert table.exit_code == 0
     assert table.output.splitlines()[0].split("|")[1].strip() == "mode"
     assert "| semantic" in table.output and "fulltext" not in table.output
@@ -197,7 +192,7 @@ def test_eval_on_the_shared_corpus_query_set(tmp_path, corpus):
     """The project's own query set over real Claude Code transcripts: full text answers most of it."""
     with Journal.open(paths.journal_path()) as journal:
         journal.import_files([str(p) for p in corpus.rglob("*.jsonl")])
-    result = run("eval", str(HERE / "eval_queries.jsonl"), "--mode", "fulltext", "--json")
+    result = chats("eval", str(HERE / "eval_queries.jsonl"), "--mode", "fulltext", "--json")
     assert result.exit_code == 0, result.output
     fulltext = json.loads(result.output)["modes"][0]
     assert fulltext["queries"] >= 30 and fulltext["recall@10"] >= 0.8
@@ -208,7 +203,7 @@ def test_eval_on_the_shared_corpus_query_set(tmp_path, corpus):
 def test_bakeoff_builds_one_space_per_model(tmp_path, history_journal, test_model_path, f32_model_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_THREADS", "2")
     queries = write_queries(tmp_path / "q.jsonl")
-    result = run("eval", str(queries), "--model", str(test_model_path), "--model", f"llama:{f32_model_path}",
+    result = chats("eval", str(queries), "--model", str(test_model_path), "--model", f"llama:{f32_model_path}",
                  "--json", "--save-misses", str(tmp_path / "misses.jsonl"))
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)["models"]
@@ -224,7 +219,7 @@ def test_bakeoff_builds_one_space_per_model(tmp_path, history_journal, test_mode
     # the journal itself gained no vectors
     assert history_journal.conn.execute("SELECT count(*) FROM spaces").fetchall()[0][0] == 0
 
-    table = run("eval", str(queries), "--model", str(test_model_path), "--mode", "semantic")
+    table = chats("eval", str(queries), "--model", str(test_model_path), "--mode", "semantic")
     assert table.exit_code == 0
     header, _, row = table.output.splitlines()[:3]
     assert [c.strip() for c in header.split("|")[1:4]] == ["model", "dims", "semantic R@10"]

@@ -5,10 +5,9 @@ import sys
 import stat
 
 import pytest
-from click.testing import CliRunner
 
-from claude_chats.cli import main
 from claude_chats.sync import schedule
+from tests.support.cli import chats
 
 CRONTAB = """#!/bin/sh
 store="$FAKE_STATE/crontab"
@@ -43,29 +42,25 @@ def fake_tools(tmp_path, monkeypatch):
     return state
 
 
-def invoke(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
 def test_cron_install_show_remove_keeps_other_entries(fake_tools):
     (fake_tools / "crontab").write_text("0 3 * * * /usr/bin/backup\n")
-    result = invoke("schedule", "install", "--via", "cron", "--every", "10")
+    result = chats("schedule", "install", "--via", "cron", "--every", "10")
     assert result.exit_code == 0, result.output
-    invoke("schedule", "install", "--via", "cron", "--every", "20")      # replaces, never duplicates
+    chats("schedule", "install", "--via", "cron", "--every", "20")      # replaces, never duplicates
     table = (fake_tools / "crontab").read_text().splitlines()
     assert table[0] == "0 3 * * * /usr/bin/backup"
     (entry,) = [line for line in table if schedule.CRON_TAG in line]
     assert entry.startswith("*/20 * * * * ") and "-m claude_chats.sync --background" in entry
     assert "CLAUDE_CHATS_HOME=" in entry
-    assert "claude_chats.sync" in invoke("schedule", "show", "--via", "cron").output
-    assert "removed" in invoke("schedule", "remove", "--via", "cron").output
+    assert "claude_chats.sync" in chats("schedule", "show", "--via", "cron").output
+    assert "removed" in chats("schedule", "remove", "--via", "cron").output
     assert (fake_tools / "crontab").read_text() == "0 3 * * * /usr/bin/backup\n"
-    assert "nothing installed" in invoke("schedule", "remove", "--via", "cron").output
+    assert "nothing installed" in chats("schedule", "remove", "--via", "cron").output
 
 
 def test_systemd_timer_is_detected_and_enabled(fake_tools, tmp_path):
     assert isinstance(schedule.detect(), schedule.Systemd)
-    result = invoke("schedule", "install", "--every", "15")
+    result = chats("schedule", "install", "--every", "15")
     assert result.exit_code == 0 and "systemd" in result.output
     units = tmp_path / "xdg" / "systemd" / "user"
     timer = (units / "claude-chats-sync.timer").read_text()
@@ -74,8 +69,8 @@ def test_systemd_timer_is_detected_and_enabled(fake_tools, tmp_path):
     assert "-m claude_chats.sync --background" in service
     log = (fake_tools / "systemctl.log").read_text()
     assert "--user enable --now claude-chats-sync.timer" in log
-    assert "OnUnitActiveSec" in invoke("schedule", "show").output
-    invoke("schedule", "remove")
+    assert "OnUnitActiveSec" in chats("schedule", "show").output
+    chats("schedule", "remove")
     assert not units.joinpath("claude-chats-sync.timer").exists()
     assert "--user disable --now claude-chats-sync.timer" in (fake_tools / "systemctl.log").read_text()
 
