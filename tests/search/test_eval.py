@@ -12,7 +12,7 @@ from claude_chats.localstore.journal import Journal
 from tests.support import lines
 from tests.support.cli import chats
 
-HERE = pathlib.Path(__file__).resolve().parent.parent
+EVAL_QUERIES = pathlib.Path(__file__).resolve().parents[1] / "data" / "queries" / "eval_queries.jsonl"
 
 # A small history of the person's own kind: session id -> (project, alternating user / assistant texts)
 SESSIONS = {
@@ -192,7 +192,7 @@ def test_eval_on_the_shared_corpus_query_set(tmp_path, corpus):
     """The project's own query set over real Claude Code transcripts: full text answers most of it."""
     with Journal.open(paths.journal_path()) as journal:
         journal.import_files([str(p) for p in corpus.rglob("*.jsonl")])
-    result = chats("eval", str(HERE / "eval_queries.jsonl"), "--mode", "fulltext", "--json")
+    result = chats("eval", str(EVAL_QUERIES), "--mode", "fulltext", "--json")
     assert result.exit_code == 0, result.output
     fulltext = json.loads(result.output)["modes"][0]
     assert fulltext["queries"] >= 30 and fulltext["recall@10"] >= 0.8
