@@ -25,6 +25,7 @@ from claude_chats.sync.runner import run_sync
 from tests.support import lines, redaction_corpus
 from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder
+from tests.support.fuzzing import LONG
 from tests.support.hooks import Transcripts, hook_payload, run_hook
 
 PASSWORD = "Pw-0f-the-DB:s3cr@t/x"          # URL-special characters: it appears percent-encoded in the URL
@@ -400,7 +401,7 @@ class _OtherModel(HashEmbedder):
     model_id = "hash-32-other"
 
 
-@pytest.mark.skipif(os.environ.get("CLAUDE_CHATS_LONG_TESTS") != "1", reason="20,000 messages: long runs only")
+@pytest.mark.skipif(not LONG, reason="20,000 messages: long runs only")
 def test_a_big_backlog_syncs_as_the_runtime_role(runtime_role):
     transcripts, url = runtime_role
     transcripts.grow(20_000)

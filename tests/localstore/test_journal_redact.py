@@ -7,10 +7,7 @@ journal filled with the setting off: content, FTS index, session names,
 vectors of the old text gone from the file, the messages embedded again.
 """
 
-import json
 import os
-import subprocess
-import sys
 
 import apsw
 import pytest
@@ -22,13 +19,13 @@ from claude_chats.sync.runner import run_sync
 from tests.support import lines
 from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder
+from tests.support.hooks import run_hook
 from tests.support.journals import fulltext
 from tests.support.redaction_corpus import SECRETS
 
 GITHUB = next(s for s in SECRETS if s.kind == "github-token")
 AWS = next(s for s in SECRETS if s.kind == "aws-access-key")
 TITLE_SECRET = next(s for s in SECRETS if s.kind == "openai-api-key")
-HOOK = [sys.executable, "-m", "claude_chats.hook"]
 
 
 def write_transcript(tmp_path, session="s-leak"):
@@ -63,10 +60,9 @@ def leaked(data):
     return [s for s in secret_bytes() if s in data]
 
 
-def run_hook(path):
-    data = json.dumps({"session_id": "s-leak", "transcript_path": str(path), "hook_event_name": "Stop"}).encode()
-    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout == b""
+def hook_stores(path):
+    """The hook run at the end of a turn of s-leak, whose transcript is ``path``."""
+    run_hook({"session_id": "s-leak", "transcript_path": str(path), "hook_event_name": "Stop"})
 
 
 def contents():
@@ -80,7 +76,7 @@ def test_setting_on_keeps_every_secret_out_of_the_journal_file(tmp_path, monkeyp
         monkeypatch.setenv("CLAUDE_CHATS_JOURNAL_REDACT", "1")
     else:
         assert chats("config", "set", "journal_redact", "true").exit_code == 0
-    run_hook(write_transcript(tmp_path))
+    hook_stores(write_transcript(tmp_path))
     assert leaked(journal_bytes(checkpoint=False)) == []      # the WAL as the hook left it
     assert leaked(journal_bytes()) == []                      # and the main file after a checkpoint
     texts, name = contents()
@@ -105,7 +101,7 @@ def test_setting_on_applies_to_chats_import(tmp_path, monkeypatch):
 
 def test_setting_off_keeps_the_original(tmp_path):
     assert config.load().journal_redact is False
-    run_hook(write_transcript(tmp_path))
+    hook_stores(write_transcript(tmp_path))
     texts, name = contents()
     assert GITHUB.secret in texts[0] and AWS.secret in texts[1] and TITLE_SECRET.secret in name
     assert GITHUB.secret.encode() in journal_bytes()
@@ -114,12 +110,12 @@ def test_setting_off_keeps_the_original(tmp_path):
 def test_a_bad_value_stores_nothing_until_fixed(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_JOURNAL_REDACT", "perhaps")
     path = write_transcript(tmp_path)
-    run_hook(path)
+    hook_stores(path)
     with open(os.path.join(paths.log_dir(), "hook.log")) as fh:
         assert "journal_redact" in fh.read()
     assert GITHUB.secret.encode() not in journal_bytes()
     monkeypatch.setenv("CLAUDE_CHATS_JOURNAL_REDACT", "yes")
-    run_hook(path)
+    hook_stores(path)
     assert len(contents()[0]) == 3 and leaked(journal_bytes()) == []
 
 
@@ -134,7 +130,7 @@ def test_config_show_and_set_know_the_setting():
 
 def test_redact_journal_rewrites_what_is_already_stored(tmp_path):
     path = write_transcript(tmp_path)
-    run_hook(path)
+    hook_stores(path)
     with Journal.open() as journal:
         report = run_sync(config.load(), journal=journal, provider=HashEmbedder(), lock=False)
         assert report.embedded == 3, report.errors

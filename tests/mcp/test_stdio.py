@@ -2,8 +2,6 @@
 
 import asyncio
 import os
-import pathlib
-import sys
 import time
 
 from fastmcp import Client
@@ -12,9 +10,8 @@ from fastmcp.client.transports import StdioTransport
 from claude_chats import paths
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import with_text
+from tests.support.hooks import CHATS
 from tests.support.journals import sync_corpus, write_corpus
-
-CHATS = pathlib.Path(sys.executable).with_name("chats")
 
 
 def test_chats_mcp_over_stdio(tmp_path, minilm, test_model_path):
@@ -22,7 +19,7 @@ def test_chats_mcp_over_stdio(tmp_path, minilm, test_model_path):
         journal.import_files(write_corpus(tmp_path / "projects"))
         sync_corpus(journal, with_text(minilm))   # the configured embedded text, as `chats sync` embeds
     env = {**os.environ, "CLAUDE_CHATS_MODEL": str(test_model_path), "CLAUDE_CHATS_THREADS": "2"}
-    transport = StdioTransport(str(CHATS), ["mcp"], env=env, cwd=str(tmp_path), keep_alive=False)
+    transport = StdioTransport(CHATS[0], ["mcp"], env=env, cwd=str(tmp_path), keep_alive=False)
 
     async def session():
         started = time.monotonic()
