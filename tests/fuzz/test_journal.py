@@ -7,7 +7,8 @@ with the messages, sequence numbers contiguous per session) and nothing stored
 before may have changed or vanished. Hostile session ids, project paths and
 file names are stored verbatim, as data, and create no file anywhere.
 
-``check_journal`` and ``tree`` (tests/support/fuzzing.py) are used by the hook, fault and CLI tests too.
+The checks, ``check_journal`` and ``tree``, are in tests/support/fuzzing.py: the
+hook, fault and CLI tests use them too.
 """
 
 import os

@@ -81,17 +81,17 @@ def write_corpus(folder):
     by_session = {}
     for session, line in corpus_lines():
         by_session.setdefault(session, []).append(line)
-    paths = []
+    files = []
     for session, objs in by_session.items():
         path = folder / f"{session}.jsonl"
         path.write_bytes(lines.encode(*objs))
-        paths.append(str(path))
+        files.append(str(path))
     parent, agent, text = SUBAGENT
     sub = folder / parent / "subagents" / f"agent-{agent}.jsonl"
     sub.parent.mkdir(parents=True)
-    sub.write_bytes(lines.encode(lines.user(text, session=parent, cwd=CONVERSATIONS[parent][0], isSidechain=True,
-                                            agentId=agent, ts="2026-01-01T11:00:00.000Z")))
-    return paths + [str(sub)]
+    sub.write_bytes(lines.encode(lines.user(text, session=parent, cwd=CONVERSATIONS[parent][0],
+                                            isSidechain=True, agentId=agent, ts="2026-01-01T11:00:00.000Z")))
+    return files + [str(sub)]
 
 
 def build_journal(folder):
@@ -171,4 +171,5 @@ def pg_synced_journal(corpus_journal, pg_db_url):
 
 @pytest.fixture
 def hash_embedder():
+    """A fresh ``HashEmbedder`` (``calls`` counts its batches)."""
     return HashEmbedder()
