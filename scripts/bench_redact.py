@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Redaction: recall and precision on the labelled corpus, and throughput in MB/s.
 
-Recall and precision come from tests/redaction_corpus.py (synthetic secrets
+Recall and precision come from tests/support/redaction_corpus.py (synthetic secrets
 and look-alike non-secrets). Throughput is measured on the message texts of
 the real transcripts in ../shared/corpus (what sync will redact), when present,
 on synthetic conversation text, and on adversarial text (anchors repeated
@@ -20,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from claude_chats import redact, transcript  # noqa: E402
-from tests import redaction_corpus  # noqa: E402
+from tests.support import redaction_corpus  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "transcripts"
 

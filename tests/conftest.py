@@ -1,29 +1,30 @@
-"""Shared fixtures. Every test gets its own CLAUDE_CHATS_HOME and Claude dirs."""
+"""Every test gets its own CLAUDE_CHATS_HOME and Claude dirs, and none of the developer's settings.
 
-import os
-import pathlib
+The shared fixtures live in tests/support (registered here as plugins): ``pg``
+(pg_url, pg_db_url), ``model`` (test_model_path, minilm), ``corpus`` (the
+transcripts of ../shared) and ``journals`` (empty_journal, journal_conn,
+corpus_journal, synced_journal, pg_synced_journal).
+"""
 
 import pytest
 
-pytest_plugins = ["tests.fixtures_model", "tests.fixtures_pg"]
+from claude_chats.config import SETTINGS
+from claude_chats.faults import ENV as SYNC_DIE_AT
 
-SHARED = pathlib.Path(__file__).resolve().parent.parent.parent / "shared"
-CORPUS = SHARED / "corpus" / "transcripts"
+pytest_plugins = ["tests.support.model", "tests.support.pg", "tests.support.corpus", "tests.support.journals"]
 
-_ISOLATED_ENV = (
-    "CLAUDE_CHATS_PROVIDER", "CLAUDE_CHATS_MODEL", "CLAUDE_CHATS_DIMENSIONS", "CLAUDE_CHATS_THREADS",
-    "OLLAMA_BASE_URL", "OLLAMA_HOST", "OLLAMA_MODEL", "OLLAMA_MODELS", "BEDROCK_REGION", "AWS_REGION",
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "CLAUDE_CHATS_DB_URL",
-    "CLAUDE_CHATS_ALLOW_INSECURE", "CLAUDE_CHATS_SYNC_INTERVAL", "CLAUDE_CHATS_REDACT",
-    "CLAUDE_CHATS_JOURNAL_REDACT", "CLAUDE_CHATS_EMBED_TIMEOUT",
-    "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
-)
+# What the product reads from the environment besides its settings: where its state and Claude
+# Code's live, the Ollama model store, the Postgres client's host and TLS defaults, the fault
+# injection of the crash tests.
+NON_SETTING_ENV = ("CLAUDE_CHATS_HOME", "CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+                   "OLLAMA_MODELS", "PGHOST", "PGSSLMODE", SYNC_DIE_AT)
+ISOLATED_ENV = tuple(sorted({env for setting in SETTINGS.values() for env in setting.envs} | set(NON_SETTING_ENV)))
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
-    """Point all claude-chats and Claude Code state at a temporary folder."""
-    for name in _ISOLATED_ENV:
+    """Point all claude-chats and Claude Code state at a temporary folder; no setting from the shell."""
+    for name in ISOLATED_ENV:
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "chats-home"
     claude = tmp_path / "claude"
@@ -32,10 +33,3 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
     monkeypatch.setenv("CLAUDE_CHATS_SYNC_INTERVAL", "0")  # no background sync from tests' hooks
     return home
-
-
-@pytest.fixture
-def corpus():
-    if not CORPUS.is_dir():
-        pytest.skip("../shared/corpus/transcripts not present")
-    return CORPUS

@@ -3,18 +3,20 @@
 import json
 import os
 import stat
+import subprocess
+import sys
 import tomllib
 
 import pytest
-from click.testing import CliRunner
 
-from claude_chats import config, paths
-from claude_chats.cli import main
+from claude_chats import config, faults, paths
 from claude_chats.errors import ConfigError
+from tests.support import ROOT
+from tests.support.cli import chats
 
-
-def chats(*args):
-    return CliRunner().invoke(main, list(args))
+# Read by the product besides its settings (tests/conftest.py clears them too).
+NOT_SETTINGS = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "OLLAMA_MODELS", "PGHOST", "PGSSLMODE",
+                faults.ENV)
 
 
 def shown(as_json=True):
@@ -123,3 +125,31 @@ def test_embed_timeout_reaches_each_network_provider(monkeypatch):
         assert settings.embed_timeout == (None if timeout is None else int(timeout))
     bedrock = get_provider(config.load({"provider": "bedrock", "embed_timeout": "7"}))
     assert (bedrock._client.meta.config.read_timeout, bedrock._client.meta.config.connect_timeout) == (7.0, 7.0)
+
+
+# -- the tests' own isolation (tests/conftest.py) ---------------------------------------------
+
+
+def test_inside_a_test_every_setting_is_its_default(tmp_path):
+    """What ``isolated_home`` gives every test: no setting, folder or fault injection from the shell."""
+    settings = config.load()
+    for key in config.SETTINGS:
+        if key == "sync_interval":   # the fixture turns the hook's background sync off
+            assert (settings.sync_interval, settings.source(key)) == (0, "env CLAUDE_CHATS_SYNC_INTERVAL")
+        else:
+            assert settings.source(key) == "default", (key, settings.source(key))
+    assert [name for name in NOT_SETTINGS if name in os.environ] == []
+    assert paths.data_dir() == str(tmp_path / "chats-home")
+    assert paths.claude_projects_dir() == str(tmp_path / "claude" / "projects")
+
+
+def test_a_setting_in_the_developers_shell_does_not_reach_a_test():
+    """Every variable of every setting (and the others the product reads) set in the shell that starts
+    pytest: the test above, run by that pytest, still sees the defaults only."""
+    shell = {**os.environ, **{env: "1" for setting in config.SETTINGS.values() for env in setting.envs},
+             **{name: "/from/the/shell" for name in NOT_SETTINGS}, faults.ENV: "after-embed",
+             "CLAUDE_CHATS_HOME": "/from/the/shell", "CLAUDE_CONFIG_DIR": "/from/the/shell"}
+    inner = f"{__file__}::test_inside_a_test_every_setting_is_its_default"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", inner], cwd=ROOT,
+                          env=shell, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:]

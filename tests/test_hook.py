@@ -11,18 +11,8 @@ import apsw
 import pytest
 
 from claude_chats import paths
-from tests import lines
-
-HOOK = [sys.executable, "-m", "claude_chats.hook"]
-
-
-def run_hook(payload, check_silent=True):
-    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    if check_silent:
-        assert proc.stdout == b""
-    return proc
+from tests.support import lines
+from tests.support.hooks import HOOK, hook_log, run_hook
 
 
 def payload(path, session="sess-1", event="Stop"):
@@ -37,14 +27,6 @@ def stored(session=None):
                         (session,) if session else ()).fetchall()
     conn.close()
     return rows
-
-
-def hook_log():
-    path = os.path.join(paths.log_dir(), "hook.log")
-    if not os.path.exists(path):
-        return []
-    with open(path) as fh:
-        return [json.loads(line) for line in fh]
 
 
 def test_hook_stores_new_lines_incrementally(tmp_path):

@@ -6,11 +6,10 @@ import stat
 import subprocess
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import config, install, paths
-from claude_chats.cli import main
-from tests import lines
+from tests.support import lines
+from tests.support.cli import chats
 
 REALISTIC = {
     "$schema": "https://json.schemastore.org/claude-code-settings.json",
@@ -30,10 +29,6 @@ REALISTIC = {
     "enabledPlugins": {"formatter@tools": True},
     "unknownFutureKey": [1, "two", {"three": None}],
 }
-
-
-def chats(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 @pytest.fixture
@@ -117,7 +112,7 @@ def test_invalid_json_is_refused_untouched(settings_file):
     with open(settings_file, "wb") as fh:
         fh.write(broken)
     for args in (["install"], ["uninstall"], ["install", "--print"]):
-        result = CliRunner().invoke(main, args)
+        result = chats(*args)
         assert result.exit_code == 1
         assert "not valid JSON (line 3, column" in result.output and settings_file in result.output
         assert open(settings_file, "rb").read() == broken
@@ -133,7 +128,7 @@ def test_invalid_json_is_refused_untouched(settings_file):
 def test_unexpected_shapes_are_refused_untouched(settings_file, content, says):
     with open(settings_file, "w") as fh:
         fh.write(content)
-    result = CliRunner().invoke(main, ["install"])
+    result = chats("install")
     assert result.exit_code == 1 and says in result.output
     assert open(settings_file).read() == content
 
@@ -246,7 +241,7 @@ def test_install_options_go_to_the_config_file(settings_file, monkeypatch):
 
 def test_a_bad_option_changes_nothing(settings_file):
     before = open(settings_file, "rb").read()
-    result = CliRunner().invoke(main, ["install", "--provider", "nonsense"])
+    result = chats("install", "--provider", "nonsense")
     assert result.exit_code == 1 and "unknown embedding provider 'nonsense'" in result.output
     assert open(settings_file, "rb").read() == before
     assert not os.path.exists(paths.config_path())

@@ -5,24 +5,19 @@ import os
 import struct
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import config, paths, purge
 from claude_chats.localstore import erase, vectors
-from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
-from tests.test_search_support import fulltext
+from tests.support import lines
+from tests.support.cli import chats
+from tests.support.fakes import HashEmbedder
+from tests.support.journals import fulltext
 
 SECRET = "zanzibarquokka"          # one token: FTS keeps it whole
 DOWN_URL = "postgresql://me:pw@127.0.0.1:1/none?connect_timeout=2"
-
-
-def chats(*args, input=None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
 
 def transcript(session, texts, cwd, ts="2026-01-01T00:00:00.000Z", folder=None, **extra):
@@ -132,8 +127,8 @@ def test_dry_run_and_declined_confirmation_remove_nothing(histories):
     assert result.exit_code == 1 and "would remove 4 sessions" in result.output
     assert sessions() == before
     assert "nothing stored for session nope" in chats("purge", "--session", "nope", "--yes").output
-    assert CliRunner().invoke(main, ["purge"]).exit_code == 1
-    assert "exactly one of" in CliRunner().invoke(main, ["purge", "--session", "a", "--project", "/b"]).output
+    assert chats("purge").exit_code == 1
+    assert "exactly one of" in chats("purge", "--session", "a", "--project", "/b").output
 
 
 # -- Postgres ------------------------------------------------------------------------

@@ -6,7 +6,6 @@ run with hypothesis on a fixed seed; CLAUDE_CHATS_LONG_TESTS=1 runs many more
 examples.
 """
 
-import os
 import subprocess
 import sys
 import time
@@ -16,9 +15,9 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from claude_chats import redact
-from tests import redaction_corpus as corpus
+from tests.support import redaction_corpus as corpus
+from tests.support.fuzzing import LONG
 
-LONG = os.environ.get("CLAUDE_CHATS_LONG_TESTS") == "1"
 EXAMPLES = 2000 if LONG else 150
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 

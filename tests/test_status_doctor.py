@@ -4,19 +4,14 @@ import json
 import os
 
 import pytest
-from click.testing import CliRunner
 
 from claude_chats import config, paths, status
-from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import with_text
 from claude_chats.sync.runner import run_sync
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
-
-
-def chats(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+from tests.support import lines
+from tests.support.cli import chats
+from tests.support.fakes import HashEmbedder
 
 
 def write_transcript(session="s-1", n=4, project="-work-app"):
@@ -254,7 +249,7 @@ def test_doctor_pgvector_missing_and_migrations_pending(healthy, pg_url, monkeyp
     import uuid
 
     import psycopg
-    from tests.fixtures_pg import with_database
+    from tests.support.pg import with_database
     name = f"chats_doctor_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")

@@ -1,0 +1,270 @@
+"""Search over the journal: FTS5 and sqlite-vec legs, fusion, filters, degradation, refusal."""
+
+import pytest
+
+from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchError
+from claude_chats.localstore.fts import fts_match
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.search.core import LEG_WEIGHTS, Candidate, cap_per_session, fuse
+from claude_chats.search.searcher import Searcher
+from tests.support.fakes import HashEmbedder, OtherEmbedder
+from tests.support.journals import local_searcher, sessions_of
+from claude_chats.localstore import vectors
+from claude_chats.models import Chunk
+
+
+class NoModel(HashEmbedder):
+    def __init__(self):
+        raise ProviderUnavailable("the model file is missing (test)")
+
+
+@pytest.fixture
+def searcher(synced_journal):
+    return local_searcher(synced_journal, HashEmbedder)
+
+
+def test_fulltext_finds_the_message_with_the_words(searcher):
+    result = searcher.search("port 5432 already in use", mode="fulltext")
+    assert result["source"] == "local" and result["modes_run"] == ["fulltext"]
+    top = result["hits"][0]
+    assert (top["session_id"], top["seq"], top["role"]) == ("s-docker", 0, "user")
+    assert top["project_path"] == "/work/alpha/services" and top["git_branch"] == "main"
+    assert top["ranks"] == {"fulltext": 1} and top["scores"]["fulltext"] > 0
+    assert top["timestamp"] == "2026-01-02T10:00:00.000Z"
+    assert [c["seq"] for c in top["context"]] == [1]
+
+
+def test_fulltext_matches_any_word_best_first(searcher):
+    result = searcher.search("kubernetes OOMKilled", mode="fulltext")
+    assert sessions_of(result)[0] == "s-k8s" and not result["notes"]
+    both = searcher.search("OOMKilled CrashLoopBackOff memory", mode="fulltext", neighbours=0, per_session=0)
+    assert [(h["session_id"], h["seq"]) for h in both["hits"]][:2] == [("s-k8s", 0), ("s-k8s", 1)]
+    assert both["hits"][0]["scores"]["fulltext"] > 2 * both["hits"][1]["scores"]["fulltext"]
+
+
+def test_fulltext_syntax_requires_all_words_then_falls_back_to_any(searcher):
+    phrase = searcher.search('"kubernetes" OOMKilled', mode="fulltext")
+    assert sessions_of(phrase)[0] == "s-k8s"
+    assert any("some of them" in n for n in phrase["notes"])
+    excluded = searcher.search("migration -rollback", mode="fulltext", per_session=0, limit=50, max_chars=None)
+    assert len(excluded["hits"]) > 30 and all("rollback" not in h["text"] for h in excluded["hits"])
+
+
+def test_hybrid_fuses_both_legs_with_weighted_rrf(searcher):
+    result = searcher.search("flaky migration test sequence", mode="hybrid", per_session=0, limit=3)
+    assert result["modes_run"] == ["fulltext", "semantic"]
+    top = result["hits"][0]
+    assert top["session_id"] == "s-migrate" and set(top["ranks"]) == {"fulltext", "semantic"}
+    expected = sum(LEG_WEIGHTS[leg] / (60 + r) for leg, r in top["ranks"].items())
+    assert LEG_WEIGHTS["semantic"] < LEG_WEIGHTS["fulltext"]
+    assert top["score"] == pytest.approx(expected, abs=1e-6)
+    plain = searcher.search("flaky migration test sequence", per_session=0, limit=3,
+                            weights={"fulltext": 1, "semantic": 1})["hits"][0]
+    assert plain["score"] == pytest.approx(sum(1 / (60 + r) for r in plain["ranks"].values()), abs=1e-6)
+    assert top["chunk"] == {"start": 0, "end": top["chars"]}
+    scores = [h["score"] for h in result["hits"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_hybrid_matches_any_word_of_a_question(searcher):
+    """A question shares few words with its answer: hybrid's full-text leg needs only one of them."""
+    question = "why does the migration test fail on CI every other time?"
+    hybrid = searcher.search(question, per_session=0, limit=10)
+    ranked = [h for h in hybrid["hits"] if "fulltext" in h["ranks"]]
+    assert ranked and ranked[0]["session_id"] == "s-migrate" and ranked[0]["seq"] == 0
+    alone = searcher.search(question, per_session=0, limit=10, match="all")["hits"]
+    assert not any("fulltext" in h["ranks"] for h in alone)
+
+
+def test_neighbours_lend_their_full_text_score(searcher):
+    """A reply that shares no word with the query is found through the question before it."""
+    result = searcher.search("CrashLoopBackOff", mode="fulltext", per_session=0)
+    found = [(h["session_id"], h["seq"]) for h in result["hits"]]
+    assert found[:2] == [("s-k8s", 0), ("s-k8s", 1)]
+    asked, answer = result["hits"][0]["scores"]["fulltext"], result["hits"][1]["scores"]["fulltext"]
+    assert answer == pytest.approx(0.35 * asked)
+    alone = searcher.search("CrashLoopBackOff", mode="fulltext", per_session=0, neighbours=0)
+    assert [(h["session_id"], h["seq"]) for h in alone["hits"]] == [("s-k8s", 0)]
+    # the filters choose what is ranked, not what lends: the user's question lends to the reply
+    replies = searcher.search("CrashLoopBackOff", mode="fulltext", role="assistant", per_session=0)
+    assert [(h["session_id"], h["seq"], h["role"]) for h in replies["hits"]] == [("s-k8s", 1, "assistant")]
+
+
+def test_semantic_only(searcher):
+    result = searcher.search("the pod is OOMKilled in CrashLoopBackOff", mode="semantic")
+    assert result["modes_run"] == ["semantic"]
+    assert result["hits"][0]["session_id"] == "s-k8s"
+    assert set(result["hits"][0]["ranks"]) == {"semantic"}
+    assert 0 < result["hits"][0]["scores"]["semantic"] <= 1.0001
+
+
+def test_at_most_n_hits_per_session(searcher):
+    capped = searcher.search("schema migration table", mode="fulltext", limit=5)
+    counts = {s: sessions_of(capped).count(s) for s in sessions_of(capped)}
+    assert counts["s-long"] == 2 and max(counts.values()) == 2
+    uncapped = searcher.search("schema migration table", mode="fulltext", limit=5, per_session=0)
+    assert sessions_of(uncapped).count("s-long") == 5
+
+
+@pytest.mark.parametrize("mode", ["fulltext", "semantic", "hybrid"])
+def test_filters(searcher, mode):
+    def sessions(**filters):
+        return set(sessions_of(searcher.search("migration", mode=mode, limit=50, per_session=0,
+                                                  max_chars=100_000, **filters)))
+
+    assert sessions(project_path="/work/alpha") >= {"s-migrate", "s-long"}
+    assert "s-migrate:agent-a1" in sessions(project_path="/work/alpha/")
+    assert sessions(project_path="/work/alpha/services") <= {"s-docker"}
+    assert sessions(project_path="/work/alp") == set()
+    assert sessions(session_id="s-long") == {"s-long"}
+    assert sessions(include_subagents=False) & {"s-migrate:agent-a1"} == set()
+    assert sessions(since="2026-01-07", until="2026-01-07") <= {"s-long"}
+    assert sessions(until="2026-01-01") <= {"s-migrate", "s-migrate:agent-a1"}
+    roles = {h["role"] for h in searcher.search("migration", mode=mode, role="assistant", limit=20)["hits"]}
+    assert roles <= {"assistant"}
+
+
+def test_kinds_filter(searcher):
+    assert searcher.search("migration", mode="fulltext", kinds=["compact_summary"])["hits"] == []
+    with pytest.raises(SearchError, match="unknown kind"):
+        searcher.search("migration", kinds=["nope"])
+
+
+def test_bad_input_is_a_clear_error(searcher):
+    for options, message in (({"mode": "fuzzy"}, "mode must be"), ({"since": "last tuesday"}, "ISO date"),
+                             ({"role": "robot"}, "role must be")):
+        with pytest.raises(SearchError, match=message):
+            searcher.search("x", **options)
+    with pytest.raises(SearchError, match="empty"):
+        searcher.search("   ")
+
+
+@pytest.mark.parametrize("text", ['"unbalanced', "NEAR(a b)", "col:value", "* AND OR NOT", "🙂", "-", "a*b^c"])
+def test_any_typed_text_is_safe(searcher, text):
+    result = searcher.search(text, mode="fulltext")
+    assert result["source"] == "local"
+
+
+def test_websearch_syntax():
+    assert fts_match("the flaky test") == '"flaky" AND "test"'
+    assert fts_match('"exact phrase" -skip a or b') == '("exact phrase" AND ("a" OR "b")) NOT "skip"'
+    assert fts_match("the") == '"the"'
+    assert fts_match("!!!") is None
+    assert fts_match("flaky migration", "any") == '"flaky" OR "migration"'
+
+
+def test_no_vectors_degrades_hybrid_and_refuses_semantic(corpus_journal):
+    searcher = local_searcher(corpus_journal, HashEmbedder)
+    result = searcher.search("flaky migration test", mode="hybrid")
+    assert result["modes_run"] == ["fulltext"] and result["hits"]
+    assert any("no vectors" in n and "chats sync" in n for n in result["notes"])
+    with pytest.raises(SearchError, match="no vectors"):
+        searcher.search("flaky migration test", mode="semantic")
+
+
+def test_no_model_degrades_hybrid(synced_journal):
+    searcher = local_searcher(synced_journal, NoModel)
+    result = searcher.search("flaky migration test")
+    assert result["modes_run"] == ["fulltext"] and result["hits"]
+    assert any("embedding model unavailable" in n for n in result["notes"])
+    with pytest.raises(SearchError, match="model file is missing"):
+        searcher.search("flaky migration test", mode="semantic")
+
+
+def test_model_mismatch_refuses_semantic_and_hybrid(synced_journal):
+    searcher = local_searcher(synced_journal, OtherEmbedder)
+    for mode in ("semantic", "hybrid"):
+        with pytest.raises(SpaceMismatchError) as info:
+            searcher.search("flaky migration test", mode=mode)
+        assert "hash-32-other" in str(info.value) and "test-hash hash-32 " in str(info.value)
+    assert searcher.search("flaky migration test", mode="fulltext")["hits"]
+
+
+def test_same_model_other_canary_is_refused(synced_journal):
+    synced_journal.conn.execute("UPDATE spaces SET canary = ?", (bytes(4 * 32),))
+    with pytest.raises(SpaceMismatchError, match="canary"):
+        local_searcher(synced_journal, HashEmbedder).search("flaky migration test", mode="semantic")
+
+
+def test_result_fits_the_budget(searcher):
+    big = searcher.search("migration", mode="fulltext", limit=20, per_session=0, max_chars=100_000)
+    small = searcher.search("migration", mode="fulltext", limit=20, per_session=0, max_chars=2_000)
+    import json
+    assert len(json.dumps(small, ensure_ascii=False)) <= 2_000 and small["truncated"]
+    assert not big["truncated"] and len(big["hits"]) > len(small["hits"]) >= 1
+
+
+def test_nothing_found_says_what_to_do(searcher):
+    result = searcher.search("zebra xylophone", mode="fulltext", project_path="/work/beta")
+    assert result["hits"] == []
+    assert any("nothing found" in n and "project_path" in n for n in result["notes"])
+
+
+def test_fuse_and_cap():
+    def leg(name, *keys):
+        return [Candidate(k, k[0], scores={name: 1.0}) for k in keys]
+
+    fused = fuse({"fulltext": leg("fulltext", "a1", "b1", "a2"), "semantic": leg("semantic", "b1", "c1")},
+                 {"fulltext": 60, "semantic": 60})
+    assert [c.key for c in fused] == ["b1", "a1", "c1", "a2"]
+    assert fused[0].ranks == {"fulltext": 2, "semantic": 1}
+    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
+    assert [c.key for c in cap_per_session(fused, 1, 10)] == ["b1", "a1", "c1"]
+    weighted = fuse({"fulltext": leg("fulltext", "a1", "b1"), "semantic": leg("semantic", "b1", "a1")},
+                    {"fulltext": 1, "semantic": 60})
+    assert weighted[0].key == "a1"
+
+
+def test_conversation_pages_and_recent_sessions(searcher):
+    page = searcher.conversation("s-long", start_seq=5, limit=10)
+    assert page["source"] == "local" and page["session"]["message_count"] == 30
+    assert [m["seq"] for m in page["messages"]] == list(range(5, 15)) and page["next_start_seq"] == 15
+    last = searcher.conversation("s-long", start_seq=25, limit=10)
+    assert [m["seq"] for m in last["messages"]] == list(range(25, 30)) and last["next_start_seq"] is None
+    ranged = searcher.conversation("s-long", start_seq=3, end_seq=4)
+    assert [m["seq"] for m in ranged["messages"]] == [3, 4] and ranged["next_start_seq"] is None
+    recent = searcher.recent_sessions(limit=3)["sessions"]
+    assert [s["session_id"] for s in recent] == ["s-long", "s-async", "s-k8s"]
+    assert {"name", "project_path", "git_branch", "started_at", "last_at", "message_count", "machine"} <= set(recent[0])
+    alpha = searcher.recent_sessions(project_path="/work/alpha", include_subagents=True)["sessions"]
+    assert {s["session_id"] for s in alpha} == {"s-migrate", "s-docker", "s-long", "s-migrate:agent-a1"}
+
+
+def test_local_search_is_a_backend(corpus_journal):
+    backend = LocalSearch(corpus_journal)
+    assert backend.source == "local" and backend.spaces() == []
+    assert Searcher(backend).search("docker", mode="fulltext")["hits"][0]["session_id"] == "s-docker"
+
+
+def test_in_memory_index_agrees_with_sqlite_vec(synced_journal):
+    exact = Searcher(LocalSearch(synced_journal), None, HashEmbedder)
+    indexed_backend = LocalSearch(synced_journal, index_min_chunks=1)
+    indexed = Searcher(indexed_backend, None, HashEmbedder)
+    for query in ("flaky migration test", "port 5432 already in use", "OOMKilled memory limit", "schema t7"):
+        a = exact.search(query, mode="semantic", limit=5, per_session=0)
+        b = indexed.search(query, mode="semantic", limit=5, per_session=0)
+        assert sessions_of(a)[:1] == sessions_of(b)[:1]
+        assert a["hits"][0]["scores"]["semantic"] == pytest.approx(b["hits"][0]["scores"]["semantic"], abs=0.01)
+    state = next(iter(indexed_backend._spaces_seen.values()))
+    assert len(state.index) == state.count
+    message = synced_journal.conn.execute("SELECT id FROM messages WHERE session_id = 's-rust'").fetchall()[0][0]
+    space_id = vectors.find_space(synced_journal.conn, HashEmbedder().space.key)
+    zebra = HashEmbedder().embed_query("zebra crossing at night")
+    vectors.write_message_vectors(synced_journal.conn, space_id, message, [Chunk(0, 0, 4, zebra)])
+    top = indexed.search("zebra crossing at night", mode="semantic", limit=1, per_session=0)["hits"][0]
+    assert (top["session_id"], top["chunk"]) == ("s-rust", {"start": 0, "end": 4})
+    assert len(state.index) == state.count + 1  # the replaced chunk's vector stays until a rebuild
+    vectors.delete_message_vectors(synced_journal.conn, [message])
+    assert indexed.search("zebra crossing at night", mode="semantic", limit=1)["hits"][0]["session_id"] != "s-rust"
+    assert len(state.index) == state.count
+
+
+def test_embedding_failure_mid_search_degrades_hybrid(synced_journal):
+    failing = HashEmbedder()
+    searcher = local_searcher(synced_journal, lambda: failing)
+    searcher.search("docker port", mode="semantic")   # model loaded, canary checked
+    failing.fail = True
+    result = searcher.search("docker port")
+    assert result["modes_run"] == ["fulltext"] and any("model failed" in n for n in result["notes"])
+    with pytest.raises(SearchError, match="model failed"):
+        searcher.search("docker port", mode="semantic")

@@ -1,0 +1,175 @@
+"""Journals for the tests, and the search corpus: a small set of conversations, synced for real.
+
+``build_journal(folder)`` imports the corpus (``CONVERSATIONS`` and a subagent)
+into a journal through the real import path; ``sync_corpus(journal, provider,
+url)`` runs the real ``chats sync`` engine, which keeps the vectors in the
+journal (sqlite-vec, ``localvec``) and pushes messages and vectors to Postgres
+when ``url`` is given. Both stores then hold the same messages and the same
+vectors.
+
+The fixtures, one meaning each:
+
+- ``empty_journal``: a ``Journal`` at the isolated default path, empty.
+- ``journal_conn``: a raw apsw connection (``localstore.db.connect``) to that
+  journal, empty, for the tests of what sits below ``Journal``.
+- ``corpus_journal``: the search corpus imported into ``tmp_path/journal.db``.
+- ``synced_journal``: ``corpus_journal`` synced with ``HashEmbedder``, the
+  vectors kept in the journal (no Postgres).
+- ``pg_synced_journal``: ``corpus_journal`` synced with ``HashEmbedder`` into
+  the fresh database of ``pg_db_url`` (vectors kept in the journal too).
+- ``hash_embedder``: a ``HashEmbedder``.
+"""
+
+import pytest
+
+from claude_chats import config, paths
+from claude_chats.localstore import db
+from claude_chats.localstore.journal import Journal
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.search.searcher import Searcher
+from claude_chats.sync.runner import run_sync
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
+
+# session id -> (project folder, [alternating user / assistant texts])
+CONVERSATIONS = {
+    "s-migrate": ("/work/alpha", [
+        "the migration test is flaky: it fails every other run on CI",
+        "The flaky migration test fails because the id sequence is not reset between runs; resetting the "
+        "sequence in the fixture fixes it.",
+        "great, please also check the rollback migration",
+        "The rollback migration drops the index before the column, which is the right order.",
+    ]),
+    "s-docker": ("/work/alpha/services", [
+        "docker compose up fails with port 5432 already in use",
+        "Another Postgres container holds port 5432; stop it or map the service to 5433 in docker-compose.yml.",
+    ]),
+    "s-react": ("/work/beta", [
+        "my useEffect runs in an infinite loop and the page freezes",
+        "The effect depends on an object created on every render; memoize it with useMemo.",
+    ]),
+    "s-rust": ("/work/beta", [
+        "the borrow checker complains that the value does not live long enough",
+        "Return an owned String instead of a reference to the local buffer; its lifetime ends with the function.",
+    ]),
+    "s-k8s": ("/work/gamma", [
+        "the pod is in CrashLoopBackOff and the events say OOMKilled",
+        "The container exceeds its 256Mi memory limit; raise the limit or fix the leak in the cache.",
+    ]),
+    "s-async": ("/work/gamma", [
+        "asyncio raises RuntimeError: Event loop is closed at exit",
+        "Close the client inside the running loop before asyncio.run returns.",
+    ]),
+    "s-long": ("/work/alpha", [f"note {i} about the schema migration of table t{i}" for i in range(30)]),
+}
+SUBAGENT = ("s-migrate", "a1", "subagent report: searched the repository for sequence reset helpers in the "
+                                "migration fixtures")
+
+
+def corpus_lines():
+    out = []
+    for day, (session, (project, texts)) in enumerate(CONVERSATIONS.items(), 1):
+        for i, text in enumerate(texts):
+            ts = f"2026-01-{day:02d}T10:{i // 60:02d}:{i % 60:02d}.000Z"
+            make = lines.user if i % 2 == 0 else lines.assistant
+            out.append((session, make(text, session=session, ts=ts, cwd=project)))
+    return out
+
+
+def write_corpus(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    by_session = {}
+    for session, line in corpus_lines():
+        by_session.setdefault(session, []).append(line)
+    files = []
+    for session, objs in by_session.items():
+        path = folder / f"{session}.jsonl"
+        path.write_bytes(lines.encode(*objs))
+        files.append(str(path))
+    parent, agent, text = SUBAGENT
+    sub = folder / parent / "subagents" / f"agent-{agent}.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_bytes(lines.encode(lines.user(text, session=parent, cwd=CONVERSATIONS[parent][0],
+                                            isSidechain=True, agentId=agent, ts="2026-01-01T11:00:00.000Z")))
+    return files + [str(sub)]
+
+
+def build_journal(folder):
+    journal = Journal.open(str(folder / "journal.db"))
+    stats = journal.import_files(write_corpus(folder / "projects"))
+    assert not stats.errors, stats.errors
+    return journal
+
+
+def sync_corpus(journal, provider, url=None):
+    settings = config.load({"database_url": url} if url else None)
+    report = run_sync(settings, journal=journal, provider=provider, lock=False)
+    assert not url or report.ok, report.errors
+    return report
+
+
+def local_searcher(journal, provider_factory):
+    return Searcher(LocalSearch(journal), None, provider_factory)
+
+
+def searcher_opener(journal, provider_factory, remote=None):
+    """What an MCP server's lifespan calls: a Searcher on its own journal connection."""
+    return lambda: Searcher(LocalSearch.open(journal.path), remote, provider_factory)
+
+
+def sessions_of(result):
+    return [h["session_id"] for h in result["hits"]]
+
+
+def fulltext(journal, query, **filters):
+    """Hits of an all-words full-text search of ``journal`` through the product's search path
+    (no neighbours, no cap per session): what a test asks when it looks for stored words."""
+    searcher = Searcher(LocalSearch(journal))
+    return searcher.search(query, mode="fulltext", match="all", neighbours=0, per_session=0, limit=100,
+                           max_chars=None, **filters)["hits"]
+
+
+# -- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def empty_journal():
+    """A ``Journal`` at the isolated default path (``paths.journal_path()``), empty."""
+    with Journal.open() as journal:
+        yield journal
+
+
+@pytest.fixture
+def journal_conn():
+    """A raw apsw connection to an empty journal at the isolated default path (schema migrated)."""
+    conn = db.connect(paths.journal_path())
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def corpus_journal(tmp_path):
+    """The search corpus imported through the real import path into ``tmp_path/journal.db``."""
+    journal = build_journal(tmp_path)
+    yield journal
+    journal.close()
+
+
+@pytest.fixture
+def synced_journal(corpus_journal):
+    """``corpus_journal`` synced with ``HashEmbedder`` and no Postgres: the vectors are in the journal."""
+    sync_corpus(corpus_journal, HashEmbedder())
+    return corpus_journal
+
+
+@pytest.fixture
+def pg_synced_journal(corpus_journal, pg_db_url):
+    """``corpus_journal`` synced with ``HashEmbedder`` into ``pg_db_url`` (and its vectors kept locally)."""
+    sync_corpus(corpus_journal, HashEmbedder(), pg_db_url)
+    return corpus_journal
+
+
+@pytest.fixture
+def hash_embedder():
+    """A fresh ``HashEmbedder`` (``calls`` counts its batches)."""
+    return HashEmbedder()
