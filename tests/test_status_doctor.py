@@ -12,6 +12,7 @@ from claude_chats.sync.runner import run_sync
 from tests.support import lines
 from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder
+from tests.support.plugin import install_plugin
 
 
 def write_transcript(session="s-1", n=4, project="-work-app"):
@@ -148,8 +149,6 @@ def test_doctor_hook_pointing_at_a_removed_executable(healthy):
 
 
 def test_doctor_hooks_and_the_plugin_both_enabled(healthy, tmp_path):
-    from tests.test_plugin_install import install_plugin
-
     install_plugin(tmp_path)
     assert "recorded twice" in failing("hooks", doctor.WARN).detail
 

@@ -173,7 +173,7 @@ class CuttingProxy(Proxy):
 
 def _opening_the_store(stderr):
     text = stderr.decode(errors="replace")
-    return "sync/store.py" in text and ", in open\n" in text and "OperationalError" in text
+    return "pgstore/store.py" in text and ", in open\n" in text and "OperationalError" in text
 
 
 def _bytes_to_open_the_store(proxy):

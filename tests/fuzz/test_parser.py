@@ -26,8 +26,9 @@ def check_records(result, data, final=False):
                       r.agent_id, r.parent_session_id):
             assert value is None or isinstance(value, str) and _storable(value)
     for t in result.titles:
-        assert isinstance(t.value, str) and t.value and t.source in ("custom", "agent_name", "summary")
+        assert isinstance(t.value, str) and t.value and t.source in ("custom", "agent_name", "ai", "summary")
         assert all(v is None or _storable(v) for v in (t.value, t.session_id, t.leaf_uuid))
+    assert all(isinstance(n, int) and n > 0 for n in result.skipped.values())
 
 
 def _storable(text):
@@ -37,7 +38,6 @@ def _storable(text):
     except UnicodeEncodeError:
         return False
     return True
-    assert all(isinstance(n, int) and n > 0 for n in result.skipped.values())
 
 
 @seed(101)

@@ -17,8 +17,8 @@ from claude_chats.localstore.search import LocalSearch
 from claude_chats.pgstore.search import open_search
 from claude_chats.search.searcher import Searcher
 from claude_chats.sync.runner import run_sync
-from tests import lines
-from tests.fixtures_pg import HashEmbedder
+from tests.support import lines
+from tests.support.fakes import HashEmbedder
 
 PARENT, FORK = "parent-session", "fork-session"
 

@@ -1,7 +1,9 @@
 """The hook and ``chats`` as processes, and transcripts that grow as Claude Code writes them.
 
 ``run_hook`` runs the hook as Claude Code does (JSON on stdin; it must exit 0 and
-print nothing); ``hook_log`` reads what it logged. ``Transcripts`` is a project
+print nothing); ``hook_event`` runs it for one event of a transcript, from the
+transcript's folder (as Claude Code does; from the checkout ``-m`` would import the
+checkout's package), and returns what it printed; ``hook_log`` reads what it logged. ``Transcripts`` is a project
 folder whose sessions and subagents grow by ``grow(n)`` lines, with stable uuids;
 ``start``, ``finish`` and ``kill_after`` run a process, wait for it, or SIGKILL it.
 """
@@ -29,6 +31,16 @@ def run_hook(payload, timeout=60, preexec_fn=None):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == b""
     return proc
+
+
+def hook_event(path, event, session="sess-1", **fields):
+    """The hook run for ``event`` of the transcript at ``path``: it exits 0, writes nothing to stderr;
+    its stdout (hook JSON, or nothing)."""
+    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": event,
+                       "cwd": "/work/proj", **fields}).encode()
+    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path) or None)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr[-2000:]
+    return proc.stdout
 
 
 def hook_log():

@@ -7,32 +7,21 @@ imported would hide what the hook's own process lacks (the C scanner's errors).
 
 import json
 import os
-import subprocess
-import sys
 
 import apsw
 import pytest
 
 from claude_chats import paths
-from tests import lines
-
-HOOK = [sys.executable, "-m", "claude_chats.hook"]
+from tests.support import lines
+from tests.support.hooks import hook_event, hook_log
 
 
 def run_hook(path, session="sess-1", event="Stop"):
-    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": event}).encode()
-    # run from the transcript's folder, as Claude Code does (not from the checkout, which ``-m`` would import)
-    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path) or None)
-    assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
-    return proc
+    assert hook_event(path, event, session) == b""
 
 
 def hook_errors():
-    path = os.path.join(paths.log_dir(), "hook.log")
-    if not os.path.exists(path):
-        return []
-    with open(path) as fh:
-        return [json.loads(line)["error"] for line in fh]
+    return [entry["error"] for entry in hook_log()]
 
 
 def contents(session="sess-1"):
@@ -97,10 +86,7 @@ def test_a_transcript_rewritten_in_place_is_read_again(tmp_path):
 
 
 def stop(path, answer, session="sess-1", event="Stop", **extra):
-    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": event,
-                       "last_assistant_message": answer, **extra}).encode()
-    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path))
-    assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
+    assert hook_event(path, event, session, last_assistant_message=answer, **extra) == b""
 
 
 def rows(session="sess-1"):
@@ -153,11 +139,7 @@ def test_subagent_stop_stores_the_subagents_final_answer(tmp_path):
 
 
 def session_start(path, source, session="sess-1"):
-    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": "SessionStart",
-                       "source": source, "cwd": "/work/proj"}).encode()
-    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path))
-    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
-    return proc.stdout
+    return hook_event(path, "SessionStart", session, source=source)
 
 
 def compacted_transcript(path, turns=8):
@@ -210,11 +192,8 @@ def test_the_index_keeps_the_first_and_latest_prompts_within_its_budget(tmp_path
 
 
 def prompt_submit(path, prompt, session="sess-new"):
-    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": "UserPromptSubmit",
-                       "prompt": prompt, "cwd": "/work/proj"}).encode()
-    proc = subprocess.run(HOOK, input=data, capture_output=True, timeout=60, cwd=os.path.dirname(path))
-    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
-    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else None
+    out = hook_event(path, "UserPromptSubmit", session, prompt=prompt)
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else None
 
 
 def history(tmp_path):
