@@ -177,8 +177,10 @@ def check_config(ctx):
     path = paths.config_path()
     try:
         config.load()
-    except Exception as exc:  # noqa: BLE001 - ConfigError with the file and line
-        return Check("config", FAIL, str(exc), f"fix {path} (or `chats config set KEY VALUE`)")
+    except Exception as exc:  # noqa: BLE001 - ConfigError naming the file (or variable), key and value
+        return Check("config", FAIL, str(exc),
+                     f"edit {path}, or `chats config set KEY VALUE` / `chats config unset KEY` (an environment "
+                     "variable named in the message: change or unset it)")
     where = path if os.path.exists(path) else f"{path} (absent: defaults and environment)"
     return Check("config", PASS, f"readable: {where}")
 
