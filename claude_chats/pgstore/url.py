@@ -3,12 +3,16 @@
 A URL whose host is not local must ask for TLS (``sslmode=require``,
 ``verify-ca`` or ``verify-full``), unless the user opts out explicitly.
 Passwords never reach output or logs: print ``mask(url)``, and pass error text
-through ``hide_password(text, url)``.
+through ``hide_password(text, url)``. Both read the URL the way libpq does
+(the URI grammar: the user information runs to the first ``@`` before any
+``/``, and ``#`` or ``?`` inside it are characters of the password; the
+``key=value`` form with its quotes and backslashes; ``?password=`` parameters,
+percent-encoding), hide more rather than less where the text is not what libpq
+reads (a ``/`` in a password), and never raise.
 """
 
 import os
-import re
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 import psycopg.conninfo
 
@@ -17,8 +21,11 @@ from ..hosts import is_local_host
 
 TLS_MODES = ("require", "verify-ca", "verify-full")
 MASK = "***"
+SECRET_KEYS = ("password", "sslpassword")
+NESTED_KEYS = ("dbname",)              # a connection string may hide inside dbname
 
-_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_SPACE = " \t\n\v\f\r"                 # C isspace(), what libpq skips
+_SEPARATORS = "/@:?&=,#" + _SPACE       # a password cut by one of these may show in part
 
 
 def parse(url):
@@ -29,35 +36,162 @@ def parse(url):
         raise ConfigError(f"database_url is not a valid PostgreSQL URL: {hide_password(str(exc), url)}") from None
 
 
+# -- masking -----------------------------------------------------------------------------
+
+
 def mask(url):
-    """``url`` with its password replaced by ``***`` (safe to print)."""
+    """``url`` with its passwords replaced by ``***`` (safe to print; never raises)."""
     if not url:
         return url
-    if "://" in url:
-        parts = urlsplit(url)
-        if parts.password is not None:
-            user = parts.username or ""
-            host = parts.netloc.rsplit("@", 1)[1]
-            parts = parts._replace(netloc=f"{user}:{MASK}@{host}")
-        query = _KV_PASSWORD.sub(lambda m: m.group(1) + MASK, parts.query.replace("&", " "))
-        return urlunsplit(parts._replace(query=query.replace(" ", "&")))
-    return _KV_PASSWORD.sub(lambda m: m.group(1) + MASK, url)
+    try:
+        text = str(url)
+        return _replaced(text, _secret_spans(text))
+    except Exception:  # noqa: BLE001 - what cannot be read is not printed
+        return MASK
 
 
 def hide_password(text, url):
     """``text`` (an error message) with any password of ``url`` replaced by ``***``."""
-    password = _password(url)
-    if password:
-        text = text.replace(password, MASK)
+    if not text:
+        return text
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, MASK)
     return text
 
 
-def _password(url):
+def _secrets(url):
+    """Every string of ``url`` that is, or may be, a password (as written, decoded, and in pieces)."""
+    if not url:
+        return set()
+    found = set()
     try:
-        return psycopg.conninfo.conninfo_to_dict(url).get("password")
-    except psycopg.Error:
-        match = re.search(r"://[^/:@]*:([^@/]*)@", url or "")
-        return match.group(1) if match else None
+        text = str(url)
+        for start, end in _secret_spans(text):
+            raw = text[start:end]
+            for form in (raw, unquote(raw), _unescaped(raw)):
+                found.add(form)
+                found.update(piece for piece in _split(form) if len(piece) >= 3)
+        params = psycopg.conninfo.conninfo_to_dict(text)
+        found.update(params.get(key) for key in SECRET_KEYS)
+    except Exception:  # noqa: BLE001 - what was found so far is hidden
+        pass
+    return {s for s in found if s and s != MASK}
+
+
+def _split(text):
+    for sep in _SEPARATORS:
+        text = text.replace(sep, "\0")
+    return text.split("\0")
+
+
+def _replaced(text, spans):
+    out, at = [], 0
+    for start, end in sorted(spans):
+        if end <= at:
+            continue
+        start = max(start, at)
+        out.append(text[at:start] + MASK)
+        at = end
+    return "".join(out) + text[at:]
+
+
+def _secret_spans(text):
+    """``(start, end)`` of each secret in ``text``."""
+    head, sep, _tail = text.partition("://")
+    if sep and head.strip()[:1].isalpha() and all(c.isalnum() or c in "+.-" for c in head.strip()):
+        return _uri_spans(text, len(head) + 3)
+    return _keyword_spans(text)
+
+
+def _uri_spans(text, start):
+    """Secrets of ``scheme://[user[:password]@][host][/dbname][?params]``.
+
+    libpq ends the user information at the first ``@`` before any ``/``. The
+    span masked runs to the last ``@`` before that ``/`` (a host has no ``@``), or,
+    when a ``/`` comes first, to the first ``@`` (libpq then reads no password,
+    but the person wrote one with a ``/`` in it). Parameters are read from
+    where libpq reads them and from after the widened span.
+    """
+    slash = text.find("/", start)
+    slash = len(text) if slash < 0 else slash
+    first = min((i for i in (text.find("@", start), slash) if i >= 0), default=len(text))
+    libpq_at = first if first < len(text) and text[first] == "@" else -1
+    at = text.rfind("@", start, slash) if libpq_at >= 0 else text.find("@", start)
+    spans = []
+    if at >= 0:
+        colon = text.find(":", start, at)
+        if colon >= 0:
+            spans.append((colon + 1, at))
+    for after in {libpq_at + 1 if libpq_at >= 0 else start, at + 1 if at >= 0 else start}:
+        question = text.find("?", after)
+        if question >= 0:
+            spans += _query_spans(text, question + 1)
+    return spans
+
+
+def _query_spans(text, start):
+    spans, at = [], start
+    for param in text[start:].split("&"):
+        key, sep, value = param.partition("=")
+        if sep and _is_secret(unquote(key), unquote(value)):
+            spans.append((at + len(key) + 1, at + len(param)))
+        at += len(param) + 1
+    return spans
+
+
+def _keyword_spans(text):
+    """Secrets of ``key=value key='quoted \\' value'`` (libpq's ``conninfo_parse``). From where the
+    text stops being that (a missing ``=``, an unterminated quote) everything is a secret."""
+    spans, i, n = [], 0, len(text)
+    while i < n:
+        if text[i] in _SPACE:
+            i += 1
+            continue
+        key_start = i
+        while i < n and text[i] != "=" and text[i] not in _SPACE:
+            i += 1
+        key = text[key_start:i]
+        while i < n and text[i] in _SPACE:
+            i += 1
+        if i >= n or text[i] != "=":
+            return spans + [(key_start, n)]
+        i += 1
+        while i < n and text[i] in _SPACE:
+            i += 1
+        value_start = i
+        if i < n and text[i] == "'":
+            i += 1
+            while i < n and text[i] != "'":
+                i += 2 if text[i] == "\\" else 1
+            if i >= n:
+                return spans + [(value_start, n)]
+            i += 1
+        else:
+            while i < n and text[i] not in _SPACE:
+                i += 2 if text[i] == "\\" else 1
+            i = min(i, n)
+        if _is_secret(key, _unescaped(text[value_start:i])):
+            spans.append((value_start, i))
+    return spans
+
+
+def _unescaped(value):
+    if value[:1] == "'" and value[-1:] == "'" and len(value) > 1:
+        value = value[1:-1]
+    out, i = [], 0
+    while i < len(value):
+        if value[i] == "\\" and i + 1 < len(value):
+            i += 1
+        out.append(value[i])
+        i += 1
+    return "".join(out)
+
+
+def _is_secret(key, value):
+    key = key.strip().lower()
+    if key in SECRET_KEYS:
+        return True
+    return key in NESTED_KEYS and ("=" in value or "://" in value) and bool(_secret_spans(value))
 
 
 def hosts(params, environ=None):
