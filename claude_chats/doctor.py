@@ -318,11 +318,10 @@ def check_postgres(ctx):
 
 def _tls(url, allowed):
     try:
-        params = dburl.parse(url)
+        targets, mode = dburl.connection(dburl.parse(url))
     except Exception as exc:  # noqa: BLE001
         return Check("tls", FAIL, str(exc), "fix database_url")
-    remote = [h for h in dburl.hosts(params) if not dburl.is_local_host(h)]
-    mode = dburl.sslmode(params)
+    remote = dburl.remote(targets)
     if not remote:
         return Check("tls", PASS, "local host: TLS not needed")
     if mode in dburl.TLS_MODES:

@@ -1,7 +1,12 @@
-"""Database URLs: is the host local, is TLS on, and a printable (masked) form.
+"""Database URLs: where libpq will connect, is TLS on, and a printable (masked) form.
 
-A URL whose host is not local must ask for TLS (``sslmode=require``,
-``verify-ca`` or ``verify-full``), unless the user opts out explicitly.
+A connection whose target is not this machine must ask for TLS (``sslmode=require``,
+``verify-ca`` or ``verify-full``), unless the user opts out explicitly. The
+target is what libpq (through psycopg) connects to, not what the URL seems to
+say: ``hostaddr`` wins over ``host``; a ``service`` reads its parameters from
+the service files; ``PGHOST``, ``PGHOSTADDR``, ``PGSSLMODE`` and ``PGSERVICE``
+fill in what the URL leaves out (see ``connection``).
+
 Passwords never reach output or logs: print ``mask(url)``, and pass error text
 through ``hide_password(text, url)``. Both read the URL the way libpq does
 (the URI grammar: the user information runs to the first ``@`` before any
@@ -23,9 +28,13 @@ TLS_MODES = ("require", "verify-ca", "verify-full")
 MASK = "***"
 SECRET_KEYS = ("password", "sslpassword")
 NESTED_KEYS = ("dbname",)              # a connection string may hide inside dbname
+LDAP_TARGET = "(a host looked up in LDAP)"
+SYSCONFDIR = "/etc/postgresql-common"  # libpq's compiled default for pg_service.conf (psycopg-binary's)
 
 _SPACE = " \t\n\v\f\r"                 # C isspace(), what libpq skips
 _SEPARATORS = "/@:?&=,#" + _SPACE       # a password cut by one of these may show in part
+_ENV = {"host": "PGHOST", "hostaddr": "PGHOSTADDR", "sslmode": "PGSSLMODE", "service": "PGSERVICE",
+        "servicefile": "PGSERVICEFILE"}
 
 
 def parse(url):
@@ -194,25 +203,116 @@ def _is_secret(key, value):
     return key in NESTED_KEYS and ("=" in value or "://" in value) and bool(_secret_spans(value))
 
 
-def hosts(params, environ=None):
-    """The hosts ``params`` connect to (``PGHOST`` and the Unix socket when unset)."""
-    environ = os.environ if environ is None else environ
-    raw = params.get("host") or params.get("hostaddr") or environ.get("PGHOST") or ""
-    return [h.strip() for h in raw.split(",")] if raw else [""]
+# -- where libpq connects ------------------------------------------------------------------
 
 
-def sslmode(params, environ=None):
+def connection(params, environ=None):
+    """``(targets, sslmode)``: the addresses or hosts libpq will connect to, and the TLS mode.
+
+    Each value comes from the URL, else the service file (``service``, or ``PGSERVICE``),
+    else the environment (libpq's order). psycopg resolves the URL's and the environment's
+    hosts itself, without the service file; the targets are those of both readings. A
+    ``hostaddr`` is connected to instead of its ``host``. A service whose parameters come
+    from LDAP has an unknown target (``LDAP_TARGET``, never local).
+    """
     environ = os.environ if environ is None else environ
-    return (params.get("sslmode") or environ.get("PGSSLMODE") or "prefer").lower()
+    service_name = _value("service", params, {}, environ)
+    service = service_params(service_name, params, environ) if service_name else {}
+    libpq = {k: _value(k, params, service, environ) for k in ("host", "hostaddr")}
+    driver = {k: _value(k, params, {}, environ) for k in ("host", "hostaddr")}
+    targets = []
+    for view in (libpq, driver):
+        targets += [t for t in _targets(view) if t not in targets]
+    if "ldap" in service:
+        targets.append(LDAP_TARGET)
+    mode = _value("sslmode", params, service, environ)
+    return targets, (mode if mode is not None else "prefer").lower()
+
+
+def remote(targets):
+    """The ``targets`` that are not this machine."""
+    return [t for t in targets if not is_local_host(t)]
+
+
+def _value(key, params, service, environ):
+    if key in params:
+        return params[key]
+    if key in service:
+        return service[key]
+    return environ.get(_ENV[key])
+
+
+def _targets(view):
+    """What one reading connects to: each ``hostaddr`` entry, else its ``host`` ("" is the socket)."""
+    hosts = view["host"].split(",") if view["host"] else []
+    addrs = view["hostaddr"].split(",") if view["hostaddr"] else []
+    if not hosts and not addrs:
+        return [""]
+    return [(addrs[i] if i < len(addrs) else "") or (hosts[i] if i < len(hosts) else "")
+            for i in range(max(len(hosts), len(addrs)))]
+
+
+def service_params(name, params=None, environ=None):
+    """The parameters of service ``name`` as libpq reads them: the first file that defines it of
+    ``servicefile`` (or ``PGSERVICEFILE``, else ``~/.pg_service.conf``) and
+    ``$PGSYSCONFDIR/pg_service.conf``; ConfigError when none does."""
+    params = params or {}
+    environ = os.environ if environ is None else environ
+    user_file = params.get("servicefile") or environ.get("PGSERVICEFILE") or \
+        os.path.join(_home(environ), ".pg_service.conf")
+    files = [user_file, os.path.join(environ.get("PGSYSCONFDIR") or SYSCONFDIR, "pg_service.conf")]
+    for path in files:
+        found = _read_service(path, name)
+        if found is not None:
+            return found
+    raise ConfigError(f"the PostgreSQL service {name!r} is defined in none of {', '.join(files)}: "
+                      "claude-chats cannot tell where it connects (set PGSYSCONFDIR, or put the host in database_url)")
+
+
+def _home(environ):
+    home = environ.get("HOME")
+    if home:
+        return home
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_dir
+
+
+def _read_service(path, name):
+    """Service ``name``'s ``{key: value}`` in the file at ``path`` (libpq's ``parseServiceFile``: ``[name]``
+    groups of ``key=value`` lines, ``#`` comments, the first value of a key kept); None when absent."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the PostgreSQL service file {path}: {exc}") from None
+    found, values = False, {}
+    for line in lines:
+        line = line.strip(_SPACE)
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            if found:
+                break
+            found = line[1:len(name) + 2] == name + "]"
+        elif found and line.startswith("ldap"):
+            values.setdefault("ldap", line)
+        elif found:
+            key, _sep, value = line.partition("=")
+            values.setdefault(key, value)
+    return values if found else None
 
 
 def check(url, allow_insecure_remote=False, environ=None):
-    """Refuse a non-local host without TLS; returns the parsed parameters."""
+    """Refuse a connection to another machine without TLS; returns the parsed parameters."""
     params = parse(url)
-    remote = [h for h in hosts(params, environ) if not is_local_host(h)]
-    if remote and sslmode(params, environ) not in TLS_MODES and not allow_insecure_remote:
+    targets, mode = connection(params, environ)
+    others = remote(targets)
+    if others and mode not in TLS_MODES and not allow_insecure_remote:
         raise InsecureConnectionError(
-            f"refusing to connect to {', '.join(remote)} without TLS ({mask(url)}). "
+            f"refusing to connect to {', '.join(others)} without TLS ({mask(url)}). "
             "Add sslmode=verify-full (with sslrootcert=<CA file>) or sslmode=require to the URL, "
             "e.g. postgresql://user@host:5432/db?sslmode=verify-full; or, if this network is trusted, "
             "set allow_insecure_remote = true in the config file (or CLAUDE_CHATS_ALLOW_INSECURE=1).")
