@@ -18,7 +18,8 @@ def iso(moment):
         return moment
     from datetime import timezone
 
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    # isoformat, not strftime: strftime("%Y") writes the year 1 as "1", which sorts after "2026"
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # -- durations ----------------------------------------------------------------------------
