@@ -348,7 +348,7 @@ def _migrations(conn):
     pending = [n for n, _sql in migrations.available() if n not in migrations.applied(conn)]
     if pending:
         return Check("migrations", FAIL, f"{len(pending)} migration(s) not applied: {', '.join(pending)}",
-                     "chats sync (applies them)")
+                     migrations.blocker(conn) or "chats sync (applies them)")
     return Check("migrations", PASS, "schema current")
 
 
