@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from . import config, install, paths
 from .localstore.db import Immediate
-from .localstore.journal import Journal, discover
+from .localstore.journal import Journal, discover, printable
 from .models import canary_vector, embedder
 from .models import check_canary as compare
 from .models.recipe import same_model
@@ -219,7 +219,7 @@ def check_transcripts(ctx):
     missing = [f for f in discover([root]) if f not in known]
     if missing:
         return Check("transcripts", FAIL, f"{len(missing)} transcript(s) under {root} never imported "
-                     f"(e.g. {missing[0]})", "chats import")
+                     f"(e.g. {printable(missing[0])})", "chats import")
     return Check("transcripts", PASS, f"every transcript under {root} is in the journal")
 
 
