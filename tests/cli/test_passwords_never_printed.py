@@ -43,7 +43,7 @@ def leaked(text, password):
 
 def chats(*args, env=None):
     result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
-    return result, result.output + (result.stderr if result.stderr_bytes is not None else "")
+    return result, result.output   # stdout and stderr, as the person sees them
 
 
 def transcript(folder, session="pw-session"):
