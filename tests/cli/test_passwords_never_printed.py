@@ -10,13 +10,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
 
 from claude_chats import paths
 from claude_chats.cli import main
+from tests.sync.test_background_interval import wait_for
 
 PASSWORDS = ["Secr#etPw8", "Que?stion8", "Sla/shPw88", "Brack[et]Pw8", "Pct%41Enc8"]
 
@@ -74,15 +74,6 @@ def test_config_status_doctor_and_sync_never_print_the_password(password, form, 
         assert not leaked(out, password), (args, out)
     result, out = chats("sync")
     assert result.exit_code == 1 and "error:" in out.lower()       # the failing sync ran and said why
-
-
-def wait_for(path, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if path.exists() and path.stat().st_size:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.mark.parametrize("password", PASSWORDS)

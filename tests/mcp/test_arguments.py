@@ -23,7 +23,8 @@ from claude_chats.models import EmbeddingProvider
 
 
 class WordHash(EmbeddingProvider):
-    """A deterministic bag-of-words embedder: the model is not the subject here."""
+    """A deterministic bag-of-words embedder, for tests where the model is not the subject
+    (``tests/search/test_time_filters.py`` uses it too)."""
 
     name, model_id, dimensions, max_input_chars, batch_size = "test-words", "words-16", 16, 400, 64
 

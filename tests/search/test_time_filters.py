@@ -7,15 +7,13 @@ right ones.
 """
 
 import json
-import zlib
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from claude_chats import models
 from claude_chats.cli import main
-from claude_chats.models import EmbeddingProvider
+from tests.mcp.test_arguments import WordHash
 
 # (uuid, timestamp as the transcript writes it, the instant in UTC)
 MESSAGES = [
@@ -25,24 +23,6 @@ MESSAGES = [
     ("m-late", "2026-01-01T11:15:00.250Z", "11:15"),
     ("m-nofrac", "2026-01-01T13:00:00+02:00", "11:00"),
 ]
-
-
-class WordHash(EmbeddingProvider):
-    """A deterministic bag-of-words embedder: the model is not the subject here."""
-
-    name, model_id, dimensions, max_input_chars, batch_size = "test-words", "words-16", 16, 400, 64
-
-    @staticmethod
-    def settings_kwargs(settings):
-        return {}
-
-    def embed_batch(self, texts, kind):
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                out[row, zlib.crc32(word.encode()) % self.dimensions] += 1.0
-            out[row, 0] += 0.5
-        return out
 
 
 def chats(*args):
