@@ -13,14 +13,8 @@ import os
 
 from . import paths
 from .errors import ConfigError
-
-
-class Setting:
-    __slots__ = ("key", "envs", "default", "kind", "secret", "help")
-
-    def __init__(self, key, envs, default, kind=str, secret=False, help=""):
-        self.key, self.envs, self.default = key, envs, default
-        self.kind, self.secret, self.help = kind, secret, help
+from .times import DURATION_FORMS
+from .times import seconds as _seconds
 
 
 def _bool(value):
@@ -31,27 +25,38 @@ def _bool(value):
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"not a boolean: {value!r}")
+    raise ValueError()
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+def _text(value):
+    """A string, as the command line and the environment give it (a TOML string in the file)."""
+    if not isinstance(value, str):
+        raise ValueError(f"it is {_toml_type(value)}")
+    return value
 
 
-def _seconds(value):
-    """Seconds from ``300``, ``"300"``, ``"5m"``, ``"1h"``, ``"off"`` (0)."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, int):
-        number = value
-    else:
-        text = str(value).strip().lower()
-        if text in ("off", "never", "no", "false"):
-            return 0
-        unit = _UNITS.get(text[-1:], None)
-        number = int(float(text[:-1]) * unit) if unit else int(text)
-    if number < 0:
-        raise ValueError(f"negative duration: {value!r}")
-    return number
+def _integer(value):
+    """A whole number: ``512`` or ``"512"``; not ``true``, not ``1.7``."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"it is {_toml_type(value)}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError() from None
+
+
+def _toml_type(value):
+    """What TOML calls the type of ``value``, with its article."""
+    return {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), f"a {type(value).__name__}")
+
+
+class Setting:
+    __slots__ = ("key", "envs", "default", "kind", "secret", "help")
+
+    def __init__(self, key, envs, default, kind=_text, secret=False, help=""):
+        self.key, self.envs, self.default = key, envs, default
+        self.kind, self.secret, self.help = kind, secret, help
 
 
 SETTINGS = {
@@ -61,9 +66,9 @@ SETTINGS = {
                 help="embedding provider: llama, ollama, bedrock, openai"),
         Setting("model", ("CLAUDE_CHATS_MODEL", "OLLAMA_MODEL"), None,
                 help="embedding model (GGUF path or Ollama name; provider default when unset)"),
-        Setting("dimensions", ("CLAUDE_CHATS_DIMENSIONS",), None, kind=int,
+        Setting("dimensions", ("CLAUDE_CHATS_DIMENSIONS",), None, kind=_integer,
                 help="embedding dimensions, for models that offer several"),
-        Setting("threads", ("CLAUDE_CHATS_THREADS",), None, kind=int,
+        Setting("threads", ("CLAUDE_CHATS_THREADS",), None, kind=_integer,
                 help="CPU threads for the llama provider"),
         Setting("ollama_base_url", ("OLLAMA_BASE_URL", "OLLAMA_HOST"), "http://localhost:11434"),
         Setting("bedrock_region", ("BEDROCK_REGION", "AWS_REGION"), "us-east-1"),
@@ -125,46 +130,89 @@ def read_file(path=None):
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def _convert(setting, value, origin):
+_KIND_NAMES = {_bool: "boolean (true/false)", _seconds: f"duration ({DURATION_FORMS})",
+               _integer: "integer", _text: "string"}
+
+
+def _checked(setting, value, origin, validate=True):
+    """``value`` of ``setting`` from ``origin`` converted and checked, or a one-line ConfigError naming
+    the setting, where the value came from, the value (masked when secret) and what is allowed."""
     if value is None:
         return None
     try:
-        return setting.kind(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{setting.key} from {origin}: {value!r} is not a valid {_KIND_NAMES.get(setting.kind, setting.kind.__name__)}") from None
+        value = setting.kind(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        why = f": {exc}" if str(exc) else ""
+        raise ConfigError(f"{setting.key} from {origin}: {_printable(setting, value)} is not a valid "
+                          f"{_KIND_NAMES[setting.kind]}{why}") from None
+    check = _VALIDATORS.get(setting.key)
+    if check is not None and (validate or setting.key not in _IMPORTING):
+        try:
+            check(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{setting.key} from {origin}: {exc}") from None
+    return value
 
 
-_KIND_NAMES = {_bool: "boolean (true/false)", _seconds: "duration (300, 5m, 1h, off)", int: "integer"}
+def _printable(setting, value):
+    """``value`` as an error message may show it: a secret masked, a long value cut."""
+    if setting.secret:
+        return shown(setting.key, value) if isinstance(value, str) else _toml_type(value)
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
-def load(overrides=None, path=None, environ=None):
-    """Resolve every setting: ``overrides`` (flags) > env > file > default."""
+def load(overrides=None, path=None, environ=None, validate=True):
+    """Resolve every setting: ``overrides`` (flags) > env > file > default.
+
+    Every value is converted and checked as ``chats config set`` checks it, and a key of the
+    file that is no setting is refused: a one-line ``ConfigError`` naming the key, where it came
+    from (the flag, ``$VARIABLE``, the file) and what is allowed. ``validate=False`` skips the
+    checks that import a provider registry or the Postgres driver (provider, embed_text,
+    database_url): what the hook's path uses, which must stay cheap.
+    """
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     environ = os.environ if environ is None else environ
     unknown = set(overrides) - set(SETTINGS)
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    path = path or paths.config_path()
     filed = read_file(path)
+    for key, value in filed.items():
+        if key not in SETTINGS:
+            raise ConfigError(unknown_setting(key, f"config file {path}", value))
     values, sources = {}, {}
     for key, setting in SETTINGS.items():
-        if key in overrides:
-            values[key], sources[key] = _convert(setting, overrides[key], "flag"), "flag"
-            continue
         env = next((e for e in setting.envs if environ.get(e)), None)
-        if env:
-            values[key], sources[key] = _convert(setting, environ[env], f"${env}"), f"env {env}"
+        if key in overrides:
+            value, sources[key], origin = overrides[key], "flag", "flag"
+        elif env:
+            value, sources[key], origin = environ[env], f"env {env}", f"${env}"
         elif key in filed:
-            values[key], sources[key] = _convert(setting, filed[key], "config file"), "file"
+            value, sources[key], origin = filed[key], "file", f"config file {path}"
         else:
             values[key], sources[key] = setting.default, "default"
+            continue
+        values[key] = _checked(setting, value, origin, validate)
     return Settings(values, sources)
 
+
+def unknown_setting(key, where, value=None):
+    """The message for ``key``, which is no setting: the nearest setting's name when it looks misspelled."""
+    import difflib
+
+    near = difflib.get_close_matches(str(key), SETTINGS, n=1, cutoff=0.6)
+    if near:
+        shown_value = "" if value is None else f" = {_printable(SETTINGS[near[0]], value)}"
+        return (f"{where}: unknown setting {key!r}{shown_value}: did you mean {near[0]}? "
+                f"(rename it, or `chats config unset {key}`)")
+    return f"{where}: unknown setting {key!r}; the settings are: {', '.join(SETTINGS)}"
 
 
 def journal_redactor(settings=None):
     """``redact.redact`` when the ``journal_redact`` setting is on, else None (what the hook and
     ``chats import`` store message text, session names and summaries through)."""
-    if not (settings or load()).journal_redact:
+    if not (settings or load(validate=False)).journal_redact:
         return None
     from .redact import redact  # imported only when the setting is on: the hook's path
     return redact
@@ -177,15 +225,12 @@ def setting(key):
     try:
         return SETTINGS[key]
     except KeyError:
-        raise ConfigError(f"unknown setting {key!r}; the settings are: {', '.join(SETTINGS)}") from None
+        raise ConfigError(unknown_setting(key, "chats config")) from None
 
 
 def parse_value(key, text):
     """``text`` (from the command line) converted and checked for ``key``."""
-    item = setting(key)
-    value = _convert(item, text, "the command line")
-    _VALIDATORS.get(key, lambda v: None)(value)
-    return value
+    return _checked(setting(key), text, "the command line")
 
 
 def _check_provider(name):
@@ -200,11 +245,12 @@ def _check_database_url(url):
     dburl.parse(url)
 
 
-def _check_positive(key):
-    def check(value):
-        if value is not None and value <= 0:
-            raise ConfigError(f"{key} must be a positive integer, not {value}")
-    return check
+INT_MAX = 2**31 - 1    # the providers hand these to C (thread counts, dimensions, timeouts)
+
+
+def _check_positive(value):
+    if value is not None and not 0 < value <= INT_MAX:
+        raise ConfigError(f"must be a positive integer up to {INT_MAX}, not {value}")
 
 
 def _check_embed_text(value):
@@ -214,8 +260,8 @@ def _check_embed_text(value):
 
 
 _VALIDATORS = {"provider": _check_provider, "embed_text": _check_embed_text, "database_url": _check_database_url,
-               "dimensions": _check_positive("dimensions"), "threads": _check_positive("threads"),
-               "embed_timeout": _check_positive("embed_timeout")}
+               "dimensions": _check_positive, "threads": _check_positive, "embed_timeout": _check_positive}
+_IMPORTING = {"provider", "embed_text", "database_url"}   # their checks import models or psycopg
 
 
 def write_values(values, path=None):
@@ -228,7 +274,8 @@ def write_values(values, path=None):
     current = read_file(path)
     for key, value in values.items():
         if value is None:
-            setting(key)
+            if key not in current:   # a key that is no setting may be removed (a misspelling)
+                setting(key)
             current.pop(key, None)
         else:
             current[key] = parse_value(key, value)

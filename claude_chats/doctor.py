@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from . import config, install, paths
 from .localstore.db import Immediate
-from .localstore.journal import Journal, discover
+from .localstore.journal import Journal, discover, printable
 from .models import canary_vector, embedder
 from .models import check_canary as compare
 from .models.recipe import same_model
@@ -204,8 +204,10 @@ def check_config(ctx):
     path = paths.config_path()
     try:
         config.load()
-    except Exception as exc:  # noqa: BLE001 - ConfigError with the file and line
-        return Check("config", FAIL, str(exc), f"fix {path} (or `chats config set KEY VALUE`)")
+    except Exception as exc:  # noqa: BLE001 - ConfigError naming the file (or variable), key and value
+        return Check("config", FAIL, str(exc),
+                     f"edit {path}, or `chats config set KEY VALUE` / `chats config unset KEY` (an environment "
+                     "variable named in the message: change or unset it)")
     where = path if os.path.exists(path) else f"{path} (absent: defaults and environment)"
     return Check("config", PASS, f"readable: {where}")
 
@@ -244,7 +246,7 @@ def check_transcripts(ctx):
     missing = [f for f in discover([root]) if f not in known]
     if missing:
         return Check("transcripts", FAIL, f"{len(missing)} transcript(s) under {root} never imported "
-                     f"(e.g. {missing[0]})", "chats import")
+                     f"(e.g. {printable(missing[0])})", "chats import")
     return Check("transcripts", PASS, f"every transcript under {root} is in the journal")
 
 
@@ -343,11 +345,10 @@ def check_postgres(ctx):
 
 def _tls(url, allowed):
     try:
-        params = dburl.parse(url)
+        targets, mode = dburl.connection(dburl.parse(url))
     except Exception as exc:  # noqa: BLE001
         return Check("tls", FAIL, str(exc), "fix database_url")
-    remote = [h for h in dburl.hosts(params) if not dburl.is_local_host(h)]
-    mode = dburl.sslmode(params)
+    remote = dburl.remote(targets)
     if not remote:
         return Check("tls", PASS, "local host: TLS not needed")
     if mode in dburl.TLS_MODES:
@@ -374,7 +375,7 @@ def _migrations(conn):
     pending = [n for n, _sql in migrations.available() if n not in migrations.applied(conn)]
     if pending:
         return Check("migrations", FAIL, f"{len(pending)} migration(s) not applied: {', '.join(pending)}",
-                     "chats sync (applies them)")
+                     migrations.blocker(conn) or "chats sync (applies them)")
     return Check("migrations", PASS, "schema current")
 
 

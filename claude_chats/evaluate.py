@@ -19,6 +19,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -51,13 +52,16 @@ class Query:
     relevant: tuple        # relevant session ids
 
 
+MAX_QUERY_FILE = 64 << 20    # a query file is hand-made: anything larger is the wrong file
+
+
 def load_queries(path):
-    """The queries of a JSONL file; any malformed line is a one-line ``QueryFileError``."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise QueryFileError(f"cannot read the query file {path}: {exc}") from None
+    """The queries of a JSONL file; any malformed line is a one-line ``QueryFileError``.
+
+    Only a regular file is read, and at most ``MAX_QUERY_FILE`` bytes of it: a FIFO would
+    block forever, ``/dev/zero`` would fill the memory.
+    """
+    lines = _read_text(path, "query file").splitlines()
     queries, seen = [], set()
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -186,14 +190,46 @@ def evaluate(searcher, queries, modes=MODES, depth=DEPTH):
     return [evaluate_mode(searcher, queries, mode, depth) for mode in modes]
 
 
+def _read_text(path, what):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO opens at once, then is refused
+    except OSError as exc:
+        raise QueryFileError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise QueryFileError(f"the {what} {path} is not a regular file")
+        data = fh.read(MAX_QUERY_FILE + 1)
+    if len(data) > MAX_QUERY_FILE:
+        raise QueryFileError(f"the {what} {path} is larger than {MAX_QUERY_FILE >> 20} MiB: not a query file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QueryFileError(f"cannot read the {what} {path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def check_writable(path):
+    """QueryFileError unless ``path`` can be written (its folder exists and is writable; it is not a
+    folder), checked before an evaluation runs rather than after."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise QueryFileError(f"cannot write the misses to {path}: it is a folder")
+    if not os.path.isdir(folder):
+        raise QueryFileError(f"cannot write the misses to {path}: the folder {folder} does not exist")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise QueryFileError(f"cannot write the misses to {path}: permission denied")
+
+
 def write_misses(path, results):
     """Write each mode's misses as JSON lines; returns how many were written."""
     count = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        for result in results:
-            for miss in result.misses:
-                fh.write(json.dumps(miss, ensure_ascii=False) + "\n")
-                count += 1
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            for result in results:
+                for miss in result.misses:
+                    fh.write(json.dumps(miss, ensure_ascii=False) + "\n")
+                    count += 1
+    except OSError as exc:
+        raise QueryFileError(f"cannot write the misses to {path}: {exc.strerror or exc}") from None
     return count
 
 

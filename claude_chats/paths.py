@@ -8,6 +8,8 @@ agree); ``CLAUDE_CHATS_HOME`` relocates all of them under one folder.
 import os
 import sys
 
+from .errors import ConfigError
+
 APP = "claude-chats"
 
 
@@ -73,3 +75,16 @@ def ensure_private_dir(path):
     """Create ``path`` (and parents) readable by the owner only."""
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
+
+
+def check_folders():
+    """ConfigError when a folder of claude-chats' state cannot be one: ``CLAUDE_CHATS_HOME`` (or an
+    XDG variable) names a file, or a path below a file. Three stats; the CLI checks once per command."""
+    for folder in dict.fromkeys((data_dir(), config_dir(), log_dir())):
+        existing = folder
+        while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            where = "CLAUDE_CHATS_HOME" if _home_override() else "XDG_DATA_HOME, XDG_CONFIG_HOME or XDG_STATE_HOME"
+            raise ConfigError(f"claude-chats keeps its state in {folder}, but {existing} is not a folder: "
+                              f"point {where} at a folder (it is created when missing)")

@@ -13,6 +13,7 @@ from . import config, install, paths
 from .localstore.journal import Journal
 from .models import embedder
 from .pgstore import connect as pg
+from .pgstore import migrations
 from .pgstore import url as dburl
 from .pgstore.store import PgStore
 from .sync.lock import is_locked
@@ -147,7 +148,8 @@ def postgres_section(settings):
 def postgres_counts(conn, url):
     try:
         if not conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]:
-            return {"counts": None, "note": "no claude-chats tables yet (the first `chats sync` creates them)"}
+            return {"counts": None, "note": migrations.blocker(conn)
+                    or "no claude-chats tables yet (the first `chats sync` creates them)"}
         return {"counts": PgStore(conn, url).counts()}
     except Exception as exc:  # noqa: BLE001
         return {"counts": None, "error": f"{type(exc).__name__}: {exc}"}

@@ -18,4 +18,46 @@ def iso(moment):
         return moment
     from datetime import timezone
 
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    # isoformat, not strftime: strftime("%Y") writes the year 1 as "1", which sorts after "2026"
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- durations ----------------------------------------------------------------------------
+# Here, on the ground floor, because the hook reads ``CLAUDE_CHATS_SYNC_INTERVAL`` on its own
+# path (``sync.background``) and the config module parses the same settings: one parser.
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION_OFF = ("off", "never", "no", "false")
+MAX_DURATION = 366 * 86400     # beyond a year a duration is a typo (and a timeout would overflow)
+DURATION_FORMS = "300, 5m, 1.5h, 1d, off"
+
+
+def seconds(value):
+    """Whole seconds from ``300``, ``"300"``, ``"5m"``, ``"1.5h"``, ``"1d"`` or ``"off"`` (0).
+
+    ``ValueError`` saying why for anything else: words, a negative, infinite or
+    not-a-number value, more than a year, or less than a second that is not 0
+    (it would round to 0, which turns the setting off).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"not a duration ({DURATION_FORMS})")
+    if isinstance(value, (int, float)):
+        number = value
+    else:
+        text = value.strip().lower()
+        if text in DURATION_OFF:
+            return 0
+        unit = DURATION_UNITS.get(text[-1:])
+        try:
+            number = float(text[:-1] if unit else text) * (unit or 1)
+        except ValueError:
+            raise ValueError(f"not a duration ({DURATION_FORMS})") from None
+    if number != number or abs(number) == float("inf"):
+        raise ValueError("not a finite duration")
+    if number < 0:
+        raise ValueError("a negative duration")
+    if number > MAX_DURATION:
+        raise ValueError(f"more than a year ({MAX_DURATION} s); off turns it off")
+    if 0 < number < 1:
+        raise ValueError("less than a second, which would round to 0 (off); write 0 or off to turn it off")
+    return int(number)

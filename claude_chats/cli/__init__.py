@@ -9,6 +9,7 @@ import importlib
 
 import click
 
+from .. import paths
 from ..errors import ClaudeChatsError
 
 COMMAND_MODULES = ("journal", "models", "sync", "serve", "admin", "evaluate")
@@ -31,6 +32,7 @@ class _Group(click.Group):
 @click.version_option(package_name="claude-chats")
 def main():
     """claude-chats: a searchable memory of your Claude Code conversations."""
+    paths.check_folders()
 
 
 for _name in COMMAND_MODULES:

@@ -27,6 +27,8 @@ def eval_cmd(queries, modes, store, models, save_misses, as_json):
     """
     from .. import evaluate
 
+    if save_misses:
+        evaluate.check_writable(save_misses)   # before the evaluation runs, not after
     loaded = evaluate.load_queries(queries)
     if models:
         if store == "postgres":

@@ -40,9 +40,12 @@ class Journal:
         machine = writer.machine_name()
         for path in files:
             try:
+                if not _is_utf8(path):
+                    raise UnicodeError("the file name is not valid UTF-8, which the journal stores paths in: "
+                                       "rename the file to import it")
                 writer.ingest_file(self.conn, path, stats, machine)
-            except (OSError, db.apsw.Error) as exc:
-                stats.errors.append(f"{path}: {type(exc).__name__}: {exc}")
+            except (OSError, UnicodeError, db.apsw.Error) as exc:
+                stats.errors.append(f"{printable(path)}: {type(exc).__name__}: {printable(str(exc))}")
             if on_file:
                 on_file(path)
         return stats
@@ -150,6 +153,19 @@ def _project_filter(project, column):
     project = project.rstrip("/") or "/"
     prefix = project if project.endswith("/") else project + "/"
     return [f"({column} = ? OR substr({column}, 1, ?) = ?)"], [project, len(prefix), prefix]
+
+
+def _is_utf8(path):
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:   # bytes that are not UTF-8, decoded by the OS layer with surrogateescape
+        return False
+    return True
+
+
+def printable(text):
+    """``text`` (a path, an error message naming one) as UTF-8 can print it: undecodable bytes as ``\\xff``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def discover(roots):

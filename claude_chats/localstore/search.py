@@ -20,6 +20,7 @@ filters, and keeps each message's best chunk; when the filters leave too few
 import json
 import re
 from dataclasses import replace
+from datetime import timedelta
 
 import numpy as np
 
@@ -424,6 +425,27 @@ def _only_kinds(filters):
                 or not filters.include_subagents)
 
 
+# A message's time as UTC text (``2026-01-01T07:00:00.000Z``), comparable as text. Transcripts
+# write their own offset (``12:00:00.000+05:00``) or none at all; Claude Code's own form, already
+# UTC with milliseconds, is taken as it is (strftime costs about 0.7 µs a row, this 0.2).
+UTC_CREATED = ("(CASE WHEN length(m.created_at) = 24 AND substr(m.created_at, 24) = 'Z' THEN m.created_at "
+               "ELSE strftime('%Y-%m-%dT%H:%M:%fZ', m.created_at) END)")
+
+
+def _bound(moment):
+    """A ``since``/``until`` bound as the journal's UTC text, rounded up to the millisecond the journal
+    keeps (so that ``>=`` and ``<`` select what Postgres selects with microseconds)."""
+    if moment is None:
+        return None
+    extra = moment.microsecond % 1000
+    if extra:
+        try:
+            moment += timedelta(microseconds=1000 - extra)
+        except OverflowError:   # the last representable instant: nothing comes after it
+            pass
+    return iso(moment)
+
+
 def _filters(filters):
     """SQL conditions over messages ``m`` and sessions ``s`` for a ``search.Filters``."""
     where = [f"m.kind IN ({','.join('?' * len(filters.kinds))})", "m.copy = 0"]   # a fork's copies: found once
@@ -433,7 +455,8 @@ def _filters(filters):
         where.append("(s.project_path = ? OR substr(s.project_path, 1, ?) = ?)")
         args += [filters.project_path, len(prefix), prefix]
     for condition, value in (("m.session_id = ?", filters.session_id), ("m.role = ?", filters.role),
-                             ("m.created_at >= ?", iso(filters.since)), ("m.created_at < ?", iso(filters.until))):
+                             (f"{UTC_CREATED} >= ?", _bound(filters.since)),
+                             (f"{UTC_CREATED} < ?", _bound(filters.until))):
         if value is not None:
             where.append(condition)
             args.append(value)

@@ -20,6 +20,7 @@ from pydantic import Field
 from .. import transcript
 from ..errors import ClaudeChatsError
 from ..search.core import MAX_CHARS
+from . import stdin
 
 NAME = "conversation-memory"
 
@@ -176,6 +177,10 @@ def _open_stores():
 
 def _call(ctx, action):
     """Run ``action(searcher)``; claude-chats errors become ToolErrors with their message."""
+    meta = getattr(getattr(ctx, "request_context", None), "meta", None) or {}
+    if meta.get(stdin.META_KEY):   # lone surrogates the stdio transport could not pass on (see mcp.stdin)
+        raise ToolError(f"{', '.join(map(str, meta[stdin.META_KEY]))}: not valid Unicode text (a lone surrogate, "
+                        "such as the escape \\ud800); send UTF-8 text")
     try:
         return action(ctx.lifespan_context["searcher"].get())
     except ClaudeChatsError as exc:
@@ -187,4 +192,5 @@ def _call(ctx, action):
 
 def main():
     """Serve over stdio (what ``chats mcp`` runs)."""
+    stdin.install()
     create_server().run(transport="stdio", show_banner=False, log_level="WARNING")

@@ -11,6 +11,7 @@ import re
 TABLE = "chats_migrations"
 LOCK_KEY = 0x63686174  # pg_advisory_xact_lock key: "chat"
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+TABLES = ("conversations", "messages", "spaces", "purges")   # what the migrations create
 
 
 def sql_dir():
@@ -48,3 +49,25 @@ def migrate(conn):
             conn.execute(f"INSERT INTO {TABLE} (name) VALUES (%s)", (name,))
             done.append(name)
     return done
+
+
+def blocker(conn):
+    """Why the pending migrations cannot be applied on ``conn`` and what to do, or None.
+
+    Another tool's table under one of claude-chats' names (a database shared with it), or
+    a role that may not create tables in the schema (PostgreSQL 15's default for the
+    ``public`` schema of a role that does not own it).
+    """
+    if not applied(conn):
+        taken = [t for t in TABLES if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (t,)).fetchone()[0]]
+        if taken:
+            return (f"the database already has a table {', '.join(taken)} that claude-chats did not create "
+                    "(another tool's): give claude-chats a database of its own (CREATE DATABASE chats) "
+                    "and point database_url at it")
+    user, schema, may_create = conn.execute(
+        "SELECT current_user, current_schema(), has_schema_privilege(current_schema(), 'CREATE')").fetchone()
+    if not may_create:
+        return (f"role {user} may not create tables in schema {schema}: run `chats sync` once as the schema "
+                f"owner (it creates the tables; this role then needs only SELECT, INSERT, UPDATE, DELETE), "
+                f"or GRANT CREATE ON SCHEMA {schema} TO {user}")
+    return None

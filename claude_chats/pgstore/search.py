@@ -312,7 +312,7 @@ class PgSearch:
     # -- conversations ----------------------------------------------------------------------
 
     def session(self, session_id):
-        rows = self._rows(_SESSIONS + " WHERE c.session_id = %s", (session_id,))
+        rows = [] if _holds_nul(session_id) else self._rows(_SESSIONS + " WHERE c.session_id = %s", (session_id,))
         if not rows:
             raise SessionNotFound(f"no session {session_id!r} in Postgres (see list_recent_sessions)")
         return dict(zip(_SESSION_NAMES, rows[0]))
@@ -326,6 +326,8 @@ class PgSearch:
         return [dict(zip(("seq", "role", "kind", "timestamp", "content"), row)) for row in rows]
 
     def sessions(self, limit, project_path, include_subagents):
+        if _holds_nul(project_path):
+            return []
         where, params = [], {"limit": limit}
         if project_path:
             where.append("(c.project_path = %(project)s OR starts_with(c.project_path, %(prefix)s))")
@@ -348,9 +350,16 @@ def _legs(*pairs):
     return {leg: value for leg, value in pairs if value is not None}
 
 
+def _holds_nul(value):
+    """Whether ``value`` has a NUL character, which no Postgres text holds (so it matches nothing)."""
+    return isinstance(value, str) and "\x00" in value
+
+
 def _filters(filters):
     """SQL conditions over messages ``m`` and conversations ``c``, with their named parameters."""
     where, params = ["m.kind = ANY(%(kinds)s)", "NOT m.is_copy"], {"kinds": list(filters.kinds)}   # copies: found once
+    if _holds_nul(filters.session_id) or _holds_nul(filters.project_path):
+        return "false", params   # Postgres would refuse the parameter; no stored text could match it
     if filters.project_path:
         where.append("(c.project_path = %(project)s OR starts_with(c.project_path, %(prefix)s))")
         params.update(project=filters.project_path, prefix=filters.project_path.rstrip("/") + "/")

@@ -20,7 +20,7 @@ import math
 import psycopg
 
 from .. import faults
-from ..errors import PostgresUnavailable
+from ..errors import PostgresError, PostgresUnavailable
 from ..records import PushResult
 from . import connect as pg
 from . import migrations
@@ -128,6 +128,13 @@ ON CONFLICT (message_id, chunk_index) DO NOTHING
 """
 
 
+def _blocker(conn):
+    try:
+        return migrations.blocker(conn)
+    except psycopg.Error:  # the connection is gone too: the error alone says enough
+        return None
+
+
 def vector_table(space_id):
     return f"vectors_{int(space_id)}"
 
@@ -168,6 +175,12 @@ class PgStore:
             conn.close()
             raise PostgresUnavailable(f"lost the connection to {dburl.mask(url)} while opening it: "
                                       f"{dburl.hide_password(' '.join(str(exc).split()), url)}") from None
+        except psycopg.Error as exc:  # DuplicateTable (another tool's table), InsufficientPrivilege (no CREATE)
+            why = _blocker(conn)
+            conn.close()
+            first = dburl.hide_password(" ".join(str(exc).splitlines()[0].split()), url)
+            raise PostgresError(f"cannot create claude-chats' tables in {dburl.mask(url)}: {first}"
+                                + (f"; {why}" if why else "")) from None
         except BaseException:
             conn.close()
             raise

@@ -70,8 +70,17 @@ class Filters:
                    parse_time(until, "until", end=True), bool(include_subagents), kinds)
 
 
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+LATEST = datetime.max.replace(tzinfo=timezone.utc)
+
+
 def parse_time(value, name, end=False):
-    """An ISO date or date-time as an aware UTC datetime; a bare date ``until`` covers its whole day."""
+    """An ISO date or date-time as an aware UTC datetime; a bare date ``until`` covers its whole day.
+
+    A moment beyond what a datetime holds in UTC (``--until 9999-12-31`` covers a day that ends in
+    the year 10000; ``0001-01-01T00:00+05:00`` is in the year 0) is the first or last one that it
+    holds: no message is stored beyond either, so the filter selects the same messages.
+    """
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -84,10 +93,17 @@ def parse_time(value, name, end=False):
             raise SearchError(f"{name}: {value!r} is not an ISO date (2025-01-31) or date-time "
                               "(2025-01-31T14:00:00Z)") from None
         if end and len(text) == 10:
+            if moment.date() == date.max:
+                return LATEST
             moment += timedelta(days=1)
     if isinstance(moment, date) and not isinstance(moment, datetime):
         moment = datetime(moment.year, moment.month, moment.day)
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:   # east of UTC near the first day, or west of it near the last
+        return EARLIEST if moment.utcoffset() > timedelta(0) else LATEST
 
 
 @dataclass

@@ -4,7 +4,8 @@ Stdlib only and cheap: the hook calls ``maybe_start`` on every turn. It
 starts ``python -m claude_chats.sync --background`` (its own session, no
 inherited stdio, nice'd by the child itself) when messages are pending, no
 sync holds the lock, and the last start is at least ``sync_interval`` seconds
-old (0 turns background sync off). The common case costs a stat or two.
+old (0 turns background sync off). The common case costs a stat or two. An interval that
+cannot be read raises ``ConfigError``, which the hook logs.
 """
 
 import os
@@ -12,7 +13,9 @@ import sys
 import time
 
 from .. import paths
+from ..errors import ConfigError
 from ..localstore import db
+from ..times import seconds
 from .lock import is_locked
 
 STAMP_NAME = "sync.started"
@@ -48,20 +51,22 @@ def maybe_start(conn=None, interval=None, now=None):
 
 
 def configured_interval():
+    """``sync_interval`` in seconds, parsed as ``chats config show`` parses it (``times.seconds``).
+
+    A value that cannot be read is a ``ConfigError`` (the hook logs it), not a silent 0.
+    """
     # The environment wins over the config file anyway: reading it first spares
     # the hook the config module and tomllib.
     env = os.environ.get("CLAUDE_CHATS_SYNC_INTERVAL", "").strip()
     if env:
         try:
-            return int(env)
-        except ValueError:
-            return 0
+            return seconds(env)
+        except ValueError as exc:
+            raise ConfigError(f"sync_interval from $CLAUDE_CHATS_SYNC_INTERVAL: {env!r} is not a valid "
+                              f"duration: {exc}; the hook starts no background sync until it is fixed") from None
     from .. import config
 
-    try:
-        return int(config.load().sync_interval or 0)
-    except Exception:  # noqa: BLE001 - a broken config file must not break the hook
-        return 0
+    return config.load(validate=False).sync_interval or 0
 
 
 def command():
