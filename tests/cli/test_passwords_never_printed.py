@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from claude_chats import paths
 from claude_chats.cli import main
-from tests.sync.test_background_interval import wait_for
+from tests.support.hooks import wait_for
 
 PASSWORDS = ["Secr#etPw8", "Que?stion8", "Sla/shPw88", "Brack[et]Pw8", "Pct%41Enc8"]
 

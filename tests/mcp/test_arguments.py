@@ -8,9 +8,7 @@ masked "Error calling tool".
 
 import asyncio
 import json
-import zlib
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 from fastmcp import Client
@@ -19,33 +17,14 @@ from fastmcp.exceptions import ToolError
 from claude_chats import models
 from claude_chats.cli import main
 from claude_chats.mcp.server import create_server
-from claude_chats.models import EmbeddingProvider
-
-
-class WordHash(EmbeddingProvider):
-    """A deterministic bag-of-words embedder, for tests where the model is not the subject
-    (``tests/search/test_time_filters.py`` uses it too)."""
-
-    name, model_id, dimensions, max_input_chars, batch_size = "test-words", "words-16", 16, 400, 64
-
-    @staticmethod
-    def settings_kwargs(settings):
-        return {}
-
-    def embed_batch(self, texts, kind):
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                out[row, zlib.crc32(word.encode()) % self.dimensions] += 1.0
-            out[row, 0] += 0.5
-        return out
+from tests.support.fakes import HashEmbedder
 
 
 @pytest.fixture
 def server(tmp_path, pg_db_url, monkeypatch):
     """Two sessions in the journal and in Postgres; the server configured like the person's."""
-    monkeypatch.setitem(models.PROVIDERS, WordHash.name, WordHash)
-    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", WordHash.name)
+    monkeypatch.setitem(models.PROVIDERS, HashEmbedder.name, HashEmbedder)
+    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", HashEmbedder.name)
     monkeypatch.setenv("DATABASE_URL", pg_db_url)
     rows = [{"type": "user", "uuid": f"u-{i}", "sessionId": f"s-{i}", "cwd": "/work/proj",
              "timestamp": f"2026-01-0{i + 1}T10:00:00.000Z",

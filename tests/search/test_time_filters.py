@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from claude_chats import models
 from claude_chats.cli import main
-from tests.mcp.test_arguments import WordHash
+from tests.support.fakes import HashEmbedder
 
 # (uuid, timestamp as the transcript writes it, the instant in UTC)
 MESSAGES = [
@@ -33,8 +33,8 @@ def chats(*args):
 
 @pytest.fixture
 def both_stores(tmp_path, pg_db_url, monkeypatch):
-    monkeypatch.setitem(models.PROVIDERS, WordHash.name, WordHash)
-    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", WordHash.name)
+    monkeypatch.setitem(models.PROVIDERS, HashEmbedder.name, HashEmbedder)
+    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", HashEmbedder.name)
     monkeypatch.setenv("DATABASE_URL", pg_db_url)
     rows = [{"type": "user", "uuid": uuid, "sessionId": f"s-{uuid}", "cwd": "/work/proj", "timestamp": ts,
              "message": {"role": "user", "content": f"deploy the reactor ({uuid})"}} for uuid, ts, _utc in MESSAGES]

@@ -130,3 +130,13 @@ def kill_after(proc, delay):
         proc.send_signal(signal.SIGKILL)
     finish(proc)
     return alive
+
+
+def wait_for(path, seconds=60):
+    """Whether ``path`` exists and is not empty within ``seconds`` (what a background process writes)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if path.exists() and path.stat().st_size:
+            return True
+        time.sleep(0.1)
+    return False

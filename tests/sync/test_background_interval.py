@@ -7,12 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
 
 from claude_chats.cli import main
+from tests.support.hooks import wait_for
 
 
 def transcript(folder, session="bg-interval"):
@@ -32,15 +32,6 @@ def run_hook(path, interval, home):
                           capture_output=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == b""
     return home / "sync.started"
-
-
-def wait_for(path, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if path.exists() and path.stat().st_size:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.mark.parametrize("interval", ["5m", "1h", "300"])
