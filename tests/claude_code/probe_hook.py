@@ -1,0 +1,119 @@
+"""A hook command that observes what Claude Code hands a hook, and when.
+
+Usage (as a hook command in settings.json):
+
+    python3 -S probe_hook.py LOG_JSONL [--journal DB --snapshots DIR] [-- COMMAND ...]
+
+It reads the hook payload from stdin and, before anything else, looks at the
+transcript named in it (size, line count, the uuid and text of the last
+assistant line, whether ``last_assistant_message`` is already in the file).
+With a COMMAND (the hook ``chats install`` registered) it then runs that
+command with the same stdin and records its exit status, time and stderr;
+with ``--journal`` it finally takes a consistent copy of the journal (SQLite's
+backup API) into ``DIR/NNN-EVENT.db``: the journal exactly as that hook run
+left it. One JSON line per run goes to LOG_JSONL. Stdlib only, exits 0 always
+(or the command's status), prints only what the command printed.
+"""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+
+def transcript_state(path, needle=None):
+    state = {"path": path, "exists": False}
+    if not path:
+        return state
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return state
+    lines = data.split(b"\n")
+    complete = lines[:-1]
+    state.update(exists=True, size=len(data), lines=len(complete), torn=bool(lines[-1]))
+    last_assistant = None
+    found = False
+    types = []
+    for raw in complete:
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        types.append(rec.get("type"))
+        if rec.get("type") == "assistant":
+            content = (rec.get("message") or {}).get("content")
+            texts = [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+            if texts:
+                last_assistant = {"uuid": rec.get("uuid"), "text": "\n".join(texts)}
+                if needle and needle.strip() and needle.strip() in last_assistant["text"]:
+                    found = True
+    state["last_assistant"] = last_assistant
+    state["last_type"] = types[-1] if types else None
+    if needle is not None:
+        state["has_last_assistant_message"] = found
+    return state
+
+
+def main(argv):
+    t0 = time.time()
+    log = argv[0]
+    journal = snapshots = None
+    command = []
+    rest = argv[1:]
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--journal":
+            journal = rest.pop(0)
+        elif arg == "--snapshots":
+            snapshots = rest.pop(0)
+        elif arg == "--":
+            command = rest
+            break
+    raw = sys.stdin.buffer.read()
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        payload = {"_unparsed": raw.decode("utf-8", "replace")}
+    event = payload.get("hook_event_name", "?")
+    entry = {"event": event, "t": t0, "pid": os.getpid(), "payload": payload,
+             "transcript": transcript_state(payload.get("transcript_path"), payload.get("last_assistant_message"))}
+    if payload.get("agent_transcript_path"):
+        entry["agent_transcript"] = transcript_state(payload["agent_transcript_path"])
+    rc = 0
+    if command:
+        t1 = time.time()
+        proc = subprocess.run(command, input=raw, capture_output=True)
+        rc = proc.returncode
+        entry["command"] = {"argv": command, "rc": rc, "seconds": round(time.time() - t1, 4),
+                            "stdout": proc.stdout.decode("utf-8", "replace"),
+                            "stderr": proc.stderr.decode("utf-8", "replace")}
+        sys.stdout.buffer.write(proc.stdout)
+    if journal and snapshots and os.path.exists(journal):
+        os.makedirs(snapshots, exist_ok=True)
+        n = len(os.listdir(snapshots))
+        dest = os.path.join(snapshots, f"{n:03d}-{event}.db")
+        try:
+            src = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=10)
+            dst = sqlite3.connect(dest)
+            src.backup(dst)
+            dst.close()
+            src.close()
+            entry["snapshot"] = dest
+        except sqlite3.Error as exc:
+            entry["snapshot_error"] = str(exc)
+    entry["t_end"] = time.time()
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+    return rc
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Exception as exc:  # never fail Claude Code because of the probe
+        sys.stderr.write(f"probe_hook: {exc!r}\n")
+        sys.exit(0)
