@@ -135,27 +135,51 @@ def _last_user_text(body: dict) -> str:
 
 
 def classify(body: dict) -> str:
-    """Which kind of request this is: 'main' (a conversation turn) or a side job."""
+    """Which kind of request this is: 'main' (a conversation turn) or a side job.
+
+    Side jobs seen from 2.1.332: 'title' (haiku, system "You are naming a coding
+    session", a JSON schema {title}: the ``ai-title`` record), 'compact' (the
+    /compact summariser: last user text "Your task is to create a detailed
+    summary ..."), 'away-summary' ("The user stepped away and is coming back"),
+    'session-name' (kebab-case name), and any other request with a JSON-schema
+    output format ('json').
+    """
     system = _system_text(body)
     last = _last_user_text(body)
-    tools = body.get("tools") or []
     if "create a detailed summary of th" in last or "create a detailed summary of th" in system:
         return "compact"
+    if "naming a coding session" in system:
+        return "title"
+    if "stepped away and is coming back" in last or "stepped away and is coming back" in system:
+        return "away-summary"
     if "kebab-case name" in last or "kebab-case name" in system:
         return "session-name"
-    if re.search(r"title", system, re.I) and not tools and "sentence-case title" in system.lower():
-        return "title"
-    if "Generate a concise" in system and "title" in system.lower():
-        return "title"
-    if "new conversation topic" in system or "isNewTopic" in system:
-        return "topic"
-    if "away" in system.lower() and "recap" in system.lower():
-        return "away-summary"
-    if "away" in last.lower() and "recap" in last.lower():
-        return "away-summary"
-    if not tools and body.get("max_tokens", 0) <= 1 and len(body.get("messages") or []) <= 1:
+    if _json_schema(body) is not None:
+        return "json"
+    if not body.get("tools") and body.get("max_tokens", 0) <= 1:
         return "quota"
     return "main"
+
+
+def _json_schema(body: dict):
+    fmt = (body.get("output_config") or {}).get("format") or {}
+    return fmt.get("schema") if fmt.get("type") == "json_schema" else None
+
+
+def _fill_schema(schema: dict):
+    """A small value matching a JSON schema (strings say 'scripted')."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {k: _fill_schema(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return []
+    if kind == "boolean":
+        return False
+    if kind in ("number", "integer"):
+        return 0
+    return "scripted"
 
 
 @dataclass
@@ -178,23 +202,17 @@ def _tool_id() -> str:
     return "toolu_" + uuid.uuid4().hex[:24]
 
 
-def _json_reply(text: str, key: str = "title") -> str:
-    return json.dumps({key: text})
-
-
 def side_reply(kind: str, body: dict) -> Reply:
     if kind == "compact":
-        return Reply([Block("text", f"<summary>\n{COMPACT_SUMMARY}\n</summary>")])
+        return Reply([Block("text", f"<analysis>scripted</analysis>\n<summary>\n{COMPACT_SUMMARY}\n</summary>")])
+    if kind == "title":
+        return Reply([Block("text", json.dumps({"title": AI_TITLE}))])
     if kind == "session-name":
         return Reply([Block("text", json.dumps({"name": "scripted-session-name"}))])
-    if kind == "title":
-        return Reply([Block("text", _json_reply(AI_TITLE))])
-    if kind == "topic":
-        return Reply([Block("text", json.dumps({"isNewTopic": False, "title": None}))])
     if kind == "away-summary":
         return Reply([Block("text", AWAY_SUMMARY)])
-    if kind == "quota":
-        return Reply([Block("text", "ok")])
+    if kind == "json":
+        return Reply([Block("text", json.dumps(_fill_schema(_json_schema(body) or {})))])
     return Reply([Block("text", "ok")])
 
 
@@ -215,6 +233,10 @@ def script_reply(body: dict) -> Reply:
         elif action is None:
             action = (m.group(1), m.group(2))
     blocks: list[Block] = []
+    last = _last_user_text(body)
+    if "<task-notification>" in last and not _is_tool_result_message(messages[-1]):
+        result = re.search(r"<result>(.*?)</result>", last, re.S)
+        return Reply([Block("text", "Background agent finished: " + (result.group(1).strip() if result else "no result"))])
     if think and step == 0:
         blocks.append(Block("thinking", f"Thinking about: {prompt[:80]}"))
     if action is None:
@@ -232,24 +254,23 @@ def script_reply(body: dict) -> Reply:
     if kind == "mcp":
         tool, _, args = arg.partition(" ")
         full = f"mcp__{MCP_SERVER}__{tool}"
-        tool_names = {t.get("name") for t in body.get("tools") or []}
-        if step == 0 and full not in tool_names:
+        if step == 0:  # deferred in 2.1.332: load its schema first
             blocks.append(Block("tool_use", name="ToolSearch", input={"query": f"select:{full}", "max_results": 1}))
             return Reply(blocks, stop_reason="tool_use", delay=delay)
-        if full in tool_names and not any(r for r in results[1:] if r) and step <= 1 and \
-                not _called(messages, index, full):
+        if not _called(messages, index, full):
             inp = json.loads(args) if args.strip() else {}
             return Reply([Block("tool_use", name=full, input=inp)], stop_reason="tool_use", delay=delay)
         out = (results[-1] if results else "").strip()
         return Reply([Block("text", f"The memory tool answered: {out}")], delay=delay)
     if kind in ("agent", "bgagent"):
         if step == 0:
-            inp = {"description": "scripted subagent", "prompt": arg, "subagent_type": "general-purpose"}
-            if kind == "bgagent":
-                inp["run_in_background"] = True
+            inp = {"description": "scripted subagent", "prompt": arg, "subagent_type": "general-purpose",
+                   "run_in_background": kind == "bgagent"}
             blocks.append(Block("tool_use", name="Agent", input=inp))
             return Reply(blocks, stop_reason="tool_use", delay=delay)
         out = (results[-1] if results else "").strip()
+        if kind == "bgagent":
+            return Reply([Block("text", "The subagent runs in the background.")], delay=delay)
         return Reply([Block("text", f"The subagent said: {out[:300]}")], delay=delay)
     return Reply([Block("text", f"Scripted reply to: {prompt}")])
 

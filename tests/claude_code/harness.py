@@ -308,6 +308,33 @@ class Scratch:
     def chats_json(self, *args):
         return json.loads(self.chats(*args, "--json").stdout)
 
+    def show(self, session_id: str, home=None) -> dict | None:
+        """``chats show --json`` of a session (None when the journal has no such session).
+
+        ``home``: another CLAUDE_CHATS_HOME, e.g. a folder holding a journal snapshot.
+        """
+        env = {"CLAUDE_CHATS_HOME": str(home)} if home else {}
+        proc = self.chats("show", session_id, "--json", check=False, **env)
+        if proc.returncode != 0:
+            if "no session" in proc.stderr + proc.stdout:
+                return None
+            raise AssertionError(f"chats show failed: {proc.stdout}{proc.stderr}")
+        return json.loads(proc.stdout)
+
+    def show_at(self, snapshot: str, session_id: str) -> dict | None:
+        """``chats show`` of the journal as a probed hook run left it (its snapshot)."""
+        home = pathlib.Path(snapshot).with_suffix("")
+        home.mkdir(exist_ok=True)
+        if not (home / "journal.db").exists():
+            shutil.copy(snapshot, home / "journal.db")
+        return self.show(session_id, home=home)
+
+    def sessions(self) -> list[dict]:
+        return self.chats_json("sessions", "--limit", "1000")
+
+    def search(self, query: str, *args) -> dict:
+        return self.chats_json("search", query, "--local", *args)
+
     def install(self) -> subprocess.CompletedProcess:
         return self.chats("install")
 
@@ -430,15 +457,31 @@ class Interactive:
             time.sleep(interval)
         raise AssertionError(f"timed out after {timeout}s waiting for {what}; screen:\n{self.screen()}")
 
-    def wait_ready(self, timeout=60):
-        """Wait until the prompt box is shown and idle."""
-        return self.wait_for(lambda s: "❯" in s or "> " in s, timeout=timeout, what="the input prompt")
-
     def type(self, text: str, enter=True):
         self._tmux("send-keys", "-t", self.name, "-l", text)
         if enter:
             time.sleep(0.3)
             self._tmux("send-keys", "-t", self.name, "Enter")
+
+    def turn(self, prompt: str, timeout=60, settle=0.0):
+        """Type a prompt and wait for its turn's Stop hook run (needs ``Scratch.probe()``).
+
+        Returns the probe's record of that Stop run.
+        """
+        before = len(self.scratch.probe_runs("Stop"))
+        self.type(prompt)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            runs = self.scratch.probe_runs("Stop")
+            if len(runs) > before and runs[-1].get("t_end"):
+                time.sleep(settle)
+                return runs[before]
+            time.sleep(0.1)
+        raise AssertionError(f"no Stop hook run within {timeout}s of {prompt!r}; screen:\n{self.screen()}")
+
+    def wait_idle(self, timeout=60):
+        """Wait until the UI shows the input box (after start-up or a command)."""
+        return self.wait_for("bypass permissions", timeout=timeout, what="the idle prompt")
 
     def keys(self, *keys):
         self._tmux("send-keys", "-t", self.name, *keys)
