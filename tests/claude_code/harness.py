@@ -265,7 +265,11 @@ class Scratch:
             "CLAUDE_CHATS_SYNC_INTERVAL": "0",
         }
         (self.root / "tmp").mkdir(exist_ok=True)
-        env.update({k: str(v) for k, v in extra.items()})
+        for k, v in extra.items():  # None removes a variable
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = str(v)
         return env
 
     def write_claude_json(self, **extra) -> None:
