@@ -465,6 +465,9 @@ class FakeAnthropic:
             daemon_threads = True
             allow_reuse_address = True
 
+            def handle_error(self, request, client_address):  # clients hang up: not our business
+                pass
+
         self.server = Server((host, port), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, name="fake-anthropic", daemon=True)
 
