@@ -17,9 +17,11 @@ keeps no conversation state (forks and resumes script themselves):
     @think                a thinking block first, then the text
     @bash(COMMAND)        a Bash tool call, then (after its tool_result) a text
                           answer quoting the result
-    @mcp(TOOL JSON)       ToolSearch {"query": "select:mcp__conversation-memory__TOOL"},
-                          then the MCP tool with the JSON input, then a text answer
-                          quoting the result
+    @mcp(TOOL JSON)       ToolSearch {"query": "select:mcp__conversation-memory__TOOL"}
+                          (the name as the request lists it: a plugin's server is
+                          mcp__plugin_<plugin>_conversation-memory__TOOL), then the
+                          MCP tool with the JSON input, then a text answer quoting
+                          the result
     @agent(PROMPT)        an Agent tool call (general-purpose subagent, PROMPT),
                           then a text answer; ``@bgagent(PROMPT)`` runs it in the
                           background (run_in_background)
@@ -253,7 +255,7 @@ def script_reply(body: dict) -> Reply:
         return Reply([Block("text", f"The command printed: {out}")], delay=delay)
     if kind == "mcp":
         tool, _, args = arg.partition(" ")
-        full = f"mcp__{MCP_SERVER}__{tool}"
+        full = _mcp_tool_name(body, tool)
         if step == 0:  # deferred in 2.1.332: load its schema first
             blocks.append(Block("tool_use", name="ToolSearch", input={"query": f"select:{full}", "max_results": 1}))
             return Reply(blocks, stop_reason="tool_use", delay=delay)
@@ -273,6 +275,16 @@ def script_reply(body: dict) -> Reply:
             return Reply([Block("text", "The subagent runs in the background.")], delay=delay)
         return Reply([Block("text", f"The subagent said: {out[:300]}")], delay=delay)
     return Reply([Block("text", f"Scripted reply to: {prompt}")])
+
+
+def _mcp_tool_name(body: dict, tool: str) -> str:
+    """The full name of MCP tool ``tool`` as this request lists it (deferred names are in the
+    messages; a plugin's server is ``mcp__plugin_<plugin>_<server>__<tool>``)."""
+    names = set(re.findall(r"mcp__[A-Za-z0-9_.-]*?__" + re.escape(tool) + r"\b", json.dumps(body)))
+    for name in sorted(names, key=len):
+        if MCP_SERVER in name:
+            return name
+    return f"mcp__{MCP_SERVER}__{tool}"
 
 
 def _called(messages: list[dict], index: int, name: str) -> bool:

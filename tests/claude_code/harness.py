@@ -36,6 +36,7 @@ CLAUDE_CODE_VERSION = "2.1.332"  # the one place the pinned version lives
 NPM_PACKAGE = "@anthropic-ai/claude-code"
 CACHE = pathlib.Path(os.environ.get("CLAUDE_CHATS_TEST_CACHE", "~/.cache/claude-chats-test")).expanduser()
 HERE = pathlib.Path(__file__).resolve().parent
+PROJECT_ROOT = HERE.parent.parent
 PROBE = HERE / "probe_hook.py"
 API_KEY = "sk-ant-api03-dummy-key-for-the-fake-api-0000000000000000AA"
 
