@@ -462,11 +462,33 @@ class Interactive:
             time.sleep(interval)
         raise AssertionError(f"timed out after {timeout}s waiting for {what}; screen:\n{self.screen()}")
 
-    def type(self, text: str, enter=True):
-        self._tmux("send-keys", "-t", self.name, "-l", text)
+    def type(self, text: str, enter=True, timeout=15):
+        """Type ``text`` into the input box; once it shows there, press Enter.
+
+        Keys typed while the UI is still starting can be lost: the text is typed
+        again (after clearing the line) until it shows.
+        """
+        probe = text[:30]
+        deadline = time.monotonic() + timeout
+        while True:
+            self._tmux("send-keys", "-t", self.name, "-l", text)
+            shown_by = time.monotonic() + 2
+            while time.monotonic() < shown_by and probe not in self._input_line():
+                time.sleep(0.1)
+            if probe in self._input_line():
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never showed in the input box; screen:\n{self.screen()}")
+            self._tmux("send-keys", "-t", self.name, "C-u")
         if enter:
-            time.sleep(0.3)
+            time.sleep(0.2)
             self._tmux("send-keys", "-t", self.name, "Enter")
+
+    def _input_line(self) -> str:
+        """The screen from the last prompt marker on (the input box), joined."""
+        screen = self.screen()
+        i = screen.rfind("❯")
+        return screen[i:].replace("\n", "") if i >= 0 else ""
 
     def turn(self, prompt: str, timeout=60, settle=0.0):
         """Type a prompt and wait for its turn's Stop hook run (needs ``Scratch.probe()``).
@@ -486,7 +508,9 @@ class Interactive:
 
     def wait_idle(self, timeout=60):
         """Wait until the UI shows the input box (after start-up or a command)."""
-        return self.wait_for("bypass permissions", timeout=timeout, what="the idle prompt")
+        got = self.wait_for(lambda s: "bypass permissions" in s and "❯" in s, timeout=timeout, what="the idle prompt")
+        time.sleep(0.5)
+        return got
 
     def keys(self, *keys):
         self._tmux("send-keys", "-t", self.name, *keys)
