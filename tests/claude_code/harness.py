@@ -205,9 +205,14 @@ class PrintResult:
 
     @property
     def session_id(self) -> str | None:
-        for e in self.events:
-            if e.get("session_id"):
+        """The session the run wrote to: the result's (with ``--continue``, the SessionStart
+        hook events before it carry a provisional id of their own)."""
+        for e in reversed(self.events):
+            if e.get("type") in ("result", "assistant") and e.get("session_id"):
                 return e["session_id"]
+        for e in self.events:
+            if e.get("type") == "system" and e.get("subtype") == "init":
+                return e.get("session_id")
         return None
 
     @property

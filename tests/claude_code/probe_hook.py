@@ -23,7 +23,7 @@ import sys
 import time
 
 
-def transcript_state(path, needle=None):
+def transcript_state(path, needle=None, prompt=None):
     state = {"path": path, "exists": False}
     if not path:
         return state
@@ -37,6 +37,7 @@ def transcript_state(path, needle=None):
     state.update(exists=True, size=len(data), lines=len(complete), torn=bool(lines[-1]))
     last_assistant = None
     found = False
+    has_prompt = False
     types = []
     for raw in complete:
         try:
@@ -44,6 +45,11 @@ def transcript_state(path, needle=None):
         except ValueError:
             continue
         types.append(rec.get("type"))
+        if prompt and rec.get("type") == "user":
+            content = (rec.get("message") or {}).get("content")
+            texts = [content] if isinstance(content, str) else [
+                b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+            has_prompt = has_prompt or any(prompt.strip() == t.strip() for t in texts)
         if rec.get("type") == "assistant":
             content = (rec.get("message") or {}).get("content")
             texts = [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
@@ -55,6 +61,8 @@ def transcript_state(path, needle=None):
     state["last_type"] = types[-1] if types else None
     if needle is not None:
         state["has_last_assistant_message"] = found
+    if prompt is not None:
+        state["has_prompt"] = has_prompt
     return state
 
 
@@ -80,7 +88,8 @@ def main(argv):
         payload = {"_unparsed": raw.decode("utf-8", "replace")}
     event = payload.get("hook_event_name", "?")
     entry = {"event": event, "t": t0, "pid": os.getpid(), "payload": payload,
-             "transcript": transcript_state(payload.get("transcript_path"), payload.get("last_assistant_message"))}
+             "transcript": transcript_state(payload.get("transcript_path"), payload.get("last_assistant_message"),
+                                           payload.get("prompt"))}
     if payload.get("agent_transcript_path"):
         entry["agent_transcript"] = transcript_state(payload["agent_transcript_path"])
     rc = 0
