@@ -47,6 +47,7 @@ from typing import Any
 
 MODEL = "claude-sonnet-4-5-20250929"
 MCP_SERVER = "conversation-memory"
+MCP_WAIT = 3.0  # seconds the scripted model "thinks" when the MCP tool is not listed yet
 
 COMPACT_SUMMARY = (
     "Summary of the conversation so far (scripted by the fake API): the user asked "
@@ -257,8 +258,15 @@ def script_reply(body: dict) -> Reply:
         tool, _, args = arg.partition(" ")
         full = _mcp_tool_name(body, tool)
         if step == 0:  # deferred in 2.1.332: load its schema first
-            blocks.append(Block("tool_use", name="ToolSearch", input={"query": f"select:{full}", "max_results": 1}))
+            if full:
+                query = f"select:{full}"
+            else:
+                # Not listed yet: Claude Code sends the first request before a slow MCP server
+                # (a plugin's) has connected. Search by keyword, a little later, as a model would.
+                query, delay = f"+{MCP_SERVER} {tool}", max(delay, MCP_WAIT)
+            blocks.append(Block("tool_use", name="ToolSearch", input={"query": query, "max_results": 1}))
             return Reply(blocks, stop_reason="tool_use", delay=delay)
+        full = full or f"mcp__{MCP_SERVER}__{tool}"
         if not _called(messages, index, full):
             inp = json.loads(args) if args.strip() else {}
             return Reply([Block("tool_use", name=full, input=inp)], stop_reason="tool_use", delay=delay)
@@ -277,14 +285,14 @@ def script_reply(body: dict) -> Reply:
     return Reply([Block("text", f"Scripted reply to: {prompt}")])
 
 
-def _mcp_tool_name(body: dict, tool: str) -> str:
+def _mcp_tool_name(body: dict, tool: str) -> str | None:
     """The full name of MCP tool ``tool`` as this request lists it (deferred names are in the
-    messages; a plugin's server is ``mcp__plugin_<plugin>_<server>__<tool>``)."""
+    messages; a plugin's server is ``mcp__plugin_<plugin>_<server>__<tool>``), or None."""
     names = set(re.findall(r"mcp__[A-Za-z0-9_.-]*?__" + re.escape(tool) + r"\b", json.dumps(body)))
     for name in sorted(names, key=len):
         if MCP_SERVER in name:
             return name
-    return f"mcp__{MCP_SERVER}__{tool}"
+    return None
 
 
 def _called(messages: list[dict], index: int, name: str) -> bool:
