@@ -45,6 +45,15 @@ class Unavailable(Exception):
     """What the tests need is not on this machine (the message says what and why)."""
 
 
+def unavailable(reason: str):
+    """Skip the running test with ``reason`` (under pytest), else raise Unavailable."""
+    if "pytest" in sys.modules:
+        import pytest
+
+        pytest.skip(reason)
+    raise Unavailable(reason)
+
+
 # -- the pinned CLI ----------------------------------------------------------------------
 
 
@@ -89,10 +98,14 @@ def ensure_claude_code(version: str = CLAUDE_CODE_VERSION) -> pathlib.Path:
         binary = _binary_in(prefix)
         if not (binary and _version_of(binary) == version):
             (prefix / "package.json").write_text(json.dumps({"name": "claude-code-pinned", "private": True}))
-            proc = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(prefix),
-                 f"{NPM_PACKAGE}@{version}"],
-                capture_output=True, text=True, timeout=900)
+            try:
+                proc = subprocess.run(
+                    [npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(prefix),
+                     f"{NPM_PACKAGE}@{version}"],
+                    capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                raise Unavailable(f"npm install {NPM_PACKAGE}@{version} did not finish in 600 s "
+                                  "(registry unreachable?)") from None
             binary = _binary_in(prefix)
             if proc.returncode != 0 or binary is None:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
@@ -434,7 +447,7 @@ class Interactive:
 
     def __init__(self, scratch: Scratch, args: list[str], name=None, cwd=None, env=None):
         if not shutil.which("tmux"):
-            raise Unavailable("tmux is not on PATH: interactive-mode tests need it (apt-get install tmux)")
+            unavailable("tmux is not on PATH: interactive-mode tests need it (apt-get install tmux)")
         self.scratch = scratch
         self.name = name or f"cc-{uuidlib.uuid4().hex[:8]}"
         self.debug = scratch.debug_dir / f"{self.name}.log"
@@ -448,7 +461,9 @@ class Interactive:
         self._tmux("set-option", "-t", self.name, "remain-on-exit", "on")
 
     def _tmux(self, *args, check=True) -> subprocess.CompletedProcess:
-        return subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, check=check)
+        env = {**os.environ, "TERM": os.environ.get("TERM") or "xterm-256color"}
+        return subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, check=check,
+                              env=env)
 
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", self.name, check=False).stdout
