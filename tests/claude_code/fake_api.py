@@ -363,12 +363,18 @@ def _chunks(words: list[str], n: int) -> list[str]:
 
 @dataclass
 class Request:
+    """One request as received; ``body`` is the parsed JSON, ``kind`` what ``classify`` said."""
+
     method: str
     path: str
     headers: dict
     body: Any
     kind: str = ""
     time: float = 0.0
+
+    def text(self) -> str:
+        """Every text the request carries (system, messages, tool results), for ``in`` checks."""
+        return json.dumps(self.body, ensure_ascii=False) if self.body is not None else ""
 
 
 class FakeAnthropic:
@@ -516,6 +522,10 @@ class FakeAnthropic:
         with self.lock:
             return [r for r in self.requests if r.path.split("?")[0] == "/v1/messages"
                     and (kind is None or r.kind == kind)]
+
+    def main_after(self, t: float) -> list[Request]:
+        """Conversation requests received after time ``t`` (``time.time()``)."""
+        return [r for r in self.messages_requests() if r.time > t]
 
     def paths(self) -> list[str]:
         with self.lock:

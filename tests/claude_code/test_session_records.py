@@ -177,7 +177,11 @@ def test_compact_is_stored_and_flagged(probed):
         ui.type("/compact keep the gears")
         _wait(lambda: probed.probe_runs("PostCompact"), what="PostCompact")
         ui.wait_for("Compacted", what="the compaction notice")
+        compacted_at = time.time()
         ui.turn("after the compaction")
+    # what Claude Code sent next: the summary stands in for the earlier turns
+    (after,) = probed.api.main_after(compacted_at)
+    assert COMPACT_SUMMARY in after.text() and "after the compaction" in after.text()
     t = probed.transcript(sid)
     (boundary,) = t.of_type("system", "compact_boundary")
     assert boundary["parentUuid"] is None and boundary["compactMetadata"]["trigger"] == "manual"
