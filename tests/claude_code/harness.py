@@ -38,7 +38,7 @@ CACHE = pathlib.Path(os.environ.get("CLAUDE_CHATS_TEST_CACHE", "~/.cache/claude-
 HERE = pathlib.Path(__file__).resolve().parent
 PROJECT_ROOT = HERE.parent.parent
 PROBE = HERE / "probe_hook.py"
-API_KEY = "sk-ant-api03-dummy-key-for-the-fake-api-0000000000000000AA"
+API_KEY = "dummy"  # approved in ~/.claude.json by its last 20 characters (here: all of it)
 
 
 class Unavailable(Exception):
@@ -215,6 +215,7 @@ class PrintResult:
     stderr: str
     seconds: float
     events: list[dict] = field(default_factory=list)
+    debug_file: pathlib.Path | None = None  # --debug-file: hook runs with their status, MCP connections
 
     @property
     def session_id(self) -> str | None:
@@ -404,8 +405,7 @@ class Scratch:
             argv += ["--output-format", "stream-json", "--verbose", "--include-hook-events"]
         t0 = time.monotonic()
         proc = self.claude(*argv, timeout=timeout, cwd=cwd, **env)
-        res = PrintResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
-        res.debug_file = debug  # type: ignore[attr-defined]
+        res = PrintResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0, debug_file=debug)
         if stream:
             for line in proc.stdout.splitlines():
                 with contextlib.suppress(ValueError):
