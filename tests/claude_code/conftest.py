@@ -20,7 +20,7 @@ import pytest
 from .fake_api import FakeAnthropic
 from .harness import CLAUDE_CODE_VERSION, Scratch, Unavailable, chats_bin, ensure_claude_code
 
-_STATE = {"start": None, "unavailable": None, "figures": []}
+_STATE = {"start": None, "unavailable": None, "figures": [], "debug_dirs": []}
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +50,7 @@ def scratch(tmp_path, claude_code, fake_api):
     s = Scratch(tmp_path / "cc", claude_code, fake_api.url)
     s.api = fake_api
     s.install()
+    _STATE["debug_dirs"].append(s.debug_dir)
     return s
 
 
@@ -57,6 +58,28 @@ def scratch(tmp_path, claude_code, fake_api):
 def probed(scratch):
     scratch.probe()
     return scratch
+
+
+@pytest.fixture(scope="session")
+def new_scratch(tmp_path_factory, claude_code):
+    """A factory of installed scratch users, each with its own fake API, for module-scoped
+    scenarios that several tests read (``new_scratch(probe=True)``)."""
+    apis = []
+
+    def make(probe=False):
+        api = FakeAnthropic().start()
+        apis.append(api)
+        s = Scratch(tmp_path_factory.mktemp("cc"), claude_code, api.url)
+        s.api = api
+        s.install()
+        _STATE["debug_dirs"].append(s.debug_dir)
+        if probe:
+            s.probe()
+        return s
+
+    yield make
+    for api in apis:
+        api.stop()
 
 
 @pytest.fixture
@@ -73,5 +96,16 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section(f"Claude Code {CLAUDE_CODE_VERSION} end-to-end")
     for label, text in _STATE["figures"]:
         terminalreporter.write_line(f"{label}: {text}")
+    runs = probe_timeouts = 0
+    for folder in _STATE["debug_dirs"]:
+        for log in folder.glob("*.log"):
+            text = log.read_text(errors="replace")
+            if 'MCP server "conversation-memory"' in text:
+                runs += 1
+                probe_timeouts += "version negotiation probe timed out" in text
+    if runs:
+        terminalreporter.write_line(
+            f"MCP: in {probe_timeouts} of {runs} Claude Code runs `chats mcp` missed the version negotiation "
+            "probe (server/discover) and was connected by Claude Code's fallback")
     terminalreporter.write_line(
         f"tests/claude_code wall time since the first CLI test: {time.monotonic() - _STATE['start']:.1f} s")

@@ -8,7 +8,16 @@ interactive UI starts a background session (``sessionKind: "bg"``) whose
 transcript no hook of the fork's ever reads.
 """
 
+import time
+
 import pytest
+
+
+@pytest.fixture(scope="module")
+def forked(new_scratch):
+    """(scratch, parent id, fork id): two parent turns, then a --fork-session turn."""
+    s = new_scratch()
+    return (s, *_parent_and_fork(s))
 
 
 def _parent_and_fork(scratch):
@@ -22,8 +31,8 @@ def _parent_and_fork(scratch):
     return parent.session_id, fork.session_id
 
 
-def test_fork_session_copies_the_parents_lines_with_their_uuids(scratch):
-    psid, fsid = _parent_and_fork(scratch)
+def test_fork_session_copies_the_parents_lines_with_their_uuids(forked):
+    scratch, psid, fsid = forked
     parent, fork = scratch.transcript(psid), scratch.transcript(fsid)
     parent_uuids = {r["uuid"] for r in parent.records if r.get("type") in ("user", "assistant")}
     fork_msgs = [r for r in fork.records if r.get("type") in ("user", "assistant")]
@@ -33,8 +42,8 @@ def test_fork_session_copies_the_parents_lines_with_their_uuids(scratch):
     assert fork.prompts() == parent.prompts() + ["fork question about quinces"]
 
 
-def test_search_returns_a_copied_message_once(scratch):
-    psid, fsid = _parent_and_fork(scratch)
+def test_search_returns_a_copied_message_once(forked):
+    scratch, psid, fsid = forked
     hits = scratch.search("persimmons", "--per-session", "10")["hits"]
     texts = [h["text"] for h in hits if h["kind"] == "text" and h["role"] == "user"]
     assert texts.count("parent follow-up about persimmons") == 1, hits
@@ -42,8 +51,8 @@ def test_search_returns_a_copied_message_once(scratch):
 
 @pytest.mark.xfail(strict=True, reason="issue 12 defect 3: a fork's copied lines share the parent's uuids, "
                                        "so `chats show` of the fork lacks everything before the fork point")
-def test_fork_reads_whole_and_search_has_no_duplicates(scratch):
-    psid, fsid = _parent_and_fork(scratch)
+def test_fork_reads_whole_and_search_has_no_duplicates(forked):
+    scratch, psid, fsid = forked
     fork = scratch.transcript(fsid)
     shown = scratch.show(fsid)
     assert shown is not None
@@ -66,7 +75,6 @@ def test_slash_fork_session_is_recorded(probed):
         ui.type("/fork")
         ui.wait_for(lambda s: "session waiting for a prompt" in s, what="/fork's answer", timeout=30)
         deadline = 30
-        import time
         t0 = time.monotonic()
         while time.monotonic() - t0 < deadline:
             forks = [r for r in probed.probe_runs("SessionStart") if r["payload"].get("source") == "fork"]

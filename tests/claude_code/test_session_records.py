@@ -48,8 +48,14 @@ def _titled_session(probed):
     return sid
 
 
-def test_interactive_session_gets_an_ai_title(probed):
-    sid = _titled_session(probed)
+@pytest.fixture(scope="module")
+def titled(new_scratch):
+    s = new_scratch(probe=True)
+    return s, _titled_session(s)
+
+
+def test_interactive_session_gets_an_ai_title(titled):
+    probed, sid = titled
     titles = [r["aiTitle"] for r in probed.transcript(sid).of_type("ai-title")]
     assert titles and set(titles) == {AI_TITLE}
     title_requests = probed.api.messages_requests("title")
@@ -61,8 +67,8 @@ def test_interactive_session_gets_an_ai_title(probed):
 
 @pytest.mark.xfail(strict=True, reason="issue 12 defect 5: the journal ignores `ai-title` records; "
                                        "the session stays unnamed")
-def test_ai_title_names_the_session(probed):
-    sid = _titled_session(probed)
+def test_ai_title_names_the_session(titled):
+    probed, sid = titled
     assert _session_row(probed, sid)["name"] == AI_TITLE
 
 
@@ -81,8 +87,14 @@ def _foreground_subagent(scratch):
     return sid, agent, meta
 
 
-def test_subagent_transcript_is_recorded_as_its_own_conversation(scratch):
-    sid, agent, _ = _foreground_subagent(scratch)
+@pytest.fixture(scope="module")
+def foreground(new_scratch):
+    s = new_scratch()
+    return (s, *_foreground_subagent(s))
+
+
+def test_subagent_transcript_is_recorded_as_its_own_conversation(foreground):
+    scratch, sid, agent, _ = foreground
     agent_id = agent.path.stem.removeprefix("agent-")
     rows = [r for r in scratch.sessions() if r["agent_id"] == agent_id]
     assert len(rows) == 1 and rows[0]["parent_session_id"] == sid
@@ -92,8 +104,8 @@ def test_subagent_transcript_is_recorded_as_its_own_conversation(scratch):
 
 @pytest.mark.xfail(strict=True, reason="issue 12 defect 5: a subagent conversation is not named from its "
                                        "agent-*.meta.json (description / agentType)")
-def test_subagent_is_named_from_its_meta_json(scratch):
-    sid, agent, meta = _foreground_subagent(scratch)
+def test_subagent_is_named_from_its_meta_json(foreground):
+    scratch, sid, agent, meta = foreground
     agent_id = agent.path.stem.removeprefix("agent-")
     (row,) = [r for r in scratch.sessions() if r["agent_id"] == agent_id]
     assert row["name"] and meta["description"] in row["name"], row
@@ -116,8 +128,14 @@ def _background_subagent(probed):
     return sid, stops[0]
 
 
-def test_background_subagent_fires_subagent_stop(probed):
-    sid, run = _background_subagent(probed)
+@pytest.fixture(scope="module")
+def background(new_scratch):
+    s = new_scratch(probe=True)
+    return (s, *_background_subagent(s))
+
+
+def test_background_subagent_fires_subagent_stop(background):
+    probed, sid, run = background
     # the notification of its end comes back as a prompt of its own
     prompts = [r["payload"]["prompt"] for r in probed.probe_runs("UserPromptSubmit")]
     assert any("<task-notification>" in p for p in prompts)
@@ -126,11 +144,12 @@ def test_background_subagent_fires_subagent_stop(probed):
 
 @pytest.mark.xfail(strict=True, reason="issue 12 defect 6: `chats install` registers no SubagentStop hook, so "
                                        "a background subagent is recorded only by a later hook of its parent")
-def test_subagent_stop_hook_records_the_background_subagent(probed):
+def test_subagent_stop_hook_records_the_background_subagent(background):
+    probed = background[0]
     commands = [h["command"] for g in probed.settings().get("hooks", {}).get("SubagentStop", [])
                 for h in g["hooks"]]
     assert any("record-conversation" in c for c in commands), commands
-    sid, run = _background_subagent(probed)
+    probed, sid, run = background
     assert "snapshot" in run, "no hook of ours ran at SubagentStop"
     agent_id = run["payload"]["agent_id"]
     snapshot_rows = probed.show_at(run["snapshot"], f"{sid}:agent-{agent_id}")
@@ -140,8 +159,14 @@ def test_subagent_stop_hook_records_the_background_subagent(probed):
 # -- pr-link ----------------------------------------------------------------------------
 
 
-def test_pr_created_in_a_session_writes_pr_link(scratch):
-    sid = _pr_session(scratch)
+@pytest.fixture(scope="module")
+def pr_session(new_scratch):
+    s = new_scratch()
+    return s, _pr_session(s)
+
+
+def test_pr_created_in_a_session_writes_pr_link(pr_session):
+    scratch, sid = pr_session
     (link,) = {json.dumps({k: r[k] for k in ("prNumber", "prUrl", "prRepository")})
                for r in scratch.transcript(sid).of_type("pr-link")}
     assert json.loads(link) == {"prNumber": 42, "prUrl": "https://github.com/example/widgets/pull/42",
@@ -159,8 +184,8 @@ def _pr_session(scratch):
 
 @pytest.mark.xfail(strict=True, reason="issue 12 defect 5: `pr-link` records are not kept: the session "
                                        "does not know its pull request")
-def test_pr_link_is_recorded(scratch):
-    sid = _pr_session(scratch)
+def test_pr_link_is_recorded(pr_session):
+    scratch, sid = pr_session
     session = scratch.show(sid)["session"]
     assert "https://github.com/example/widgets/pull/42" in json.dumps(session), session
 
@@ -236,8 +261,14 @@ def _recap_session(probed):
     return run["payload"]["session_id"]
 
 
-def test_recap_command_writes_its_recap_as_local_command(probed):
-    sid = _recap_session(probed)
+@pytest.fixture(scope="module")
+def recapped(new_scratch):
+    s = new_scratch(probe=True)
+    return s, _recap_session(s)
+
+
+def test_recap_command_writes_its_recap_as_local_command(recapped):
+    probed, sid = recapped
     t = probed.transcript(sid)
     outputs = [r["content"] for r in t.of_type("system", "local_command") if r.get("commandRun", {}).get("command") == "recap"]
     assert outputs == [f"<local-command-stdout>{AWAY_SUMMARY}</local-command-stdout>"]
@@ -247,8 +278,8 @@ def test_recap_command_writes_its_recap_as_local_command(probed):
 
 @pytest.mark.xfail(strict=True, reason="issue 12 defect 5: system/local_command records (the output of /recap, "
                                        "/rename, /fork) are skipped, so the recap is not in the journal")
-def test_recap_is_recorded(probed):
-    sid = _recap_session(probed)
+def test_recap_is_recorded(recapped):
+    probed, sid = recapped
     assert any(AWAY_SUMMARY in m["content"] for m in probed.show(sid)["messages"])
 
 
