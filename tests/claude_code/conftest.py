@@ -20,7 +20,12 @@ import pytest
 from .fake_api import FakeAnthropic
 from .harness import CLAUDE_CODE_VERSION, Scratch, Unavailable, chats_bin, ensure_claude_code
 
-_STATE = {"start": None, "unavailable": None, "figures": [], "debug_dirs": []}
+_STATE = {"start": None, "end": None, "unavailable": None, "figures": [], "debug_dirs": []}
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _STATE["start"] is not None and "claude_code" in nodeid:
+        _STATE["end"] = time.monotonic()
 
 
 @pytest.fixture(scope="session")
@@ -107,5 +112,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"MCP: in {probe_timeouts} of {runs} Claude Code runs `chats mcp` missed the version negotiation "
             "probe (server/discover) and was connected by Claude Code's fallback")
+    end = _STATE["end"] or time.monotonic()
     terminalreporter.write_line(
-        f"tests/claude_code wall time since the first CLI test: {time.monotonic() - _STATE['start']:.1f} s")
+        f"tests/claude_code wall time, from the CLI install check to the last of these tests: "
+        f"{end - _STATE['start']:.1f} s")

@@ -363,12 +363,16 @@ class Scratch:
         return self.chats("install")
 
     def probe(self, events=("SessionStart", "SubagentStart", "SubagentStop", "PostCompact", "Notification",
-                            "PreToolUse", "PostToolUse", "PostToolUseFailure", "StopFailure")) -> None:
+                            "PreToolUse", "PostToolUse", "PostToolUseFailure", "StopFailure"),
+              replay=("Stop",)) -> None:
         """Log every hook run: wrap each installed hook, and add a bare probe on ``events``.
 
         A wrapped hook runs the installed command itself (same stdin), so the
         probe sees the transcript as the hook got it and takes a copy of the
         journal right after that run: what that hook run stored, at its own event.
+        On the ``replay`` events a run that Claude Code fired before writing the
+        turn's final line is also replayed with that line landing a fixed second
+        later (see probe_hook.py): the same situation, whatever the machine's load.
         """
         data = self.settings()
         base = f"{shlex.quote(sys.executable)} -S {shlex.quote(str(PROBE))} {shlex.quote(str(self.probe_log))}"
@@ -377,8 +381,11 @@ class Scratch:
             for group in groups:
                 for hook in group.get("hooks") or []:
                     if hook.get("type") == "command" and str(PROBE) not in hook["command"]:
-                        hook["command"] = (f"{base} --journal {shlex.quote(str(journal))} --snapshots "
-                                           f"{shlex.quote(str(self.snapshots))} -- {hook['command']}")
+                        wrapped = (f"{base} --journal {shlex.quote(str(journal))} --snapshots "
+                                   f"{shlex.quote(str(self.snapshots))}")
+                        if event in replay:
+                            wrapped += f" --replay {shlex.quote(str(self.root / 'replays'))}"
+                        hook["command"] = f"{wrapped} -- {hook['command']}"
         hooks = data.setdefault("hooks", {})
         for event in events:
             if event not in hooks:
@@ -488,7 +495,7 @@ class Interactive:
         Keys typed while the UI is still starting can be lost: the text is typed
         again (after clearing the line) until it shows.
         """
-        probe = text[:30]
+        probe = text[:30].strip()
         deadline = time.monotonic() + timeout
         while True:
             self._tmux("send-keys", "-t", self.name, "-l", text)
