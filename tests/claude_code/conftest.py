@@ -56,7 +56,8 @@ def scratch(tmp_path, claude_code, fake_api):
     s.api = fake_api
     s.install()
     _STATE["debug_dirs"].append(s.debug_dir)
-    return s
+    yield s
+    s.cleanup()
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def probed(scratch):
 def new_scratch(tmp_path_factory, claude_code):
     """A factory of installed scratch users, each with its own fake API, for module-scoped
     scenarios that several tests read (``new_scratch(probe=True)``)."""
-    apis = []
+    apis, made = [], []
 
     def make(probe=False):
         api = FakeAnthropic().start()
@@ -80,9 +81,12 @@ def new_scratch(tmp_path_factory, claude_code):
         _STATE["debug_dirs"].append(s.debug_dir)
         if probe:
             s.probe()
+        made.append(s)
         return s
 
     yield make
+    for s in made:
+        s.cleanup()
     for api in apis:
         api.stop()
 

@@ -441,6 +441,41 @@ class Scratch:
         folder = self.transcript_path(session_id).with_suffix("") / "subagents"
         return [Transcript(p, read_jsonl(p)) for p in sorted(folder.glob("agent-*.jsonl"))]
 
+    def processes(self) -> list[int]:
+        """Processes running with this scratch HOME: Claude Code and whatever it left running.
+
+        ``/fork`` starts a daemon (``claude daemon run``, ``bg-pty-host``, ``bg-spare``,
+        the forked session and its MCP servers) that outlives the interactive
+        session and is reparented to init.
+        """
+        mine = f"HOME={self.home}".encode()
+        found = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    if mine in fh.read().split(b"\0"):
+                        found.append(int(pid))
+            except OSError:
+                continue
+        return found
+
+    def cleanup(self, grace=2.0) -> None:
+        """End every process of this scratch HOME (by pid): SIGTERM, then SIGKILL."""
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            pids = self.processes()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and self.processes():
+                time.sleep(0.1)
+
     def hook_log(self) -> str:
         p = self.chats_home / "logs" / "hook.log"
         return p.read_text(errors="replace") if p.exists() else ""
@@ -551,6 +586,7 @@ class Interactive:
                 while time.monotonic() < deadline and self.alive():
                     time.sleep(0.2)
         self._tmux("kill-session", "-t", self.name, check=False)
+        self.scratch.cleanup()
 
     def __enter__(self):
         return self
