@@ -100,8 +100,11 @@ def main(names=None):
             continue
         with tempfile.TemporaryDirectory() as tmp, FakeAnthropic() as api:
             s = Scratch(pathlib.Path(tmp), binary, api.url)
-            fn(s)
-            time.sleep(1)
+            try:
+                fn(s)
+                time.sleep(1)
+            finally:
+                s.cleanup()  # /fork leaves a daemon running
             sessions = _copy_project(s, FIXTURES / fn.__name__.replace("_", "-"))
             manifest["scenarios"][fn.__name__.replace("_", "-")] = {
                 "what": fn.__doc__, "sessions": sessions,
