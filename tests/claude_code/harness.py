@@ -24,6 +24,7 @@ import fcntl
 import json
 import os
 import pathlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -195,6 +196,16 @@ class Transcript:
             else:
                 out.add(t)
         return out
+
+
+_HOOK_RUN = re.compile(r"Hooks: (\S+) \[(.*)\] finished with status (-?\d+) \((\d+)ms\)")
+
+
+def debug_hook_runs(path) -> list[tuple[str, str, int, int]]:
+    """``(event, command, exit status, ms)`` of each hook run a ``--debug-file`` log records
+    (``Hooks: Stop [cmd] finished with status 0 (30ms)``; SessionEnd runs, at exit, are not logged)."""
+    text = pathlib.Path(path).read_text(errors="replace") if pathlib.Path(path).exists() else ""
+    return [(m[1], m[2], int(m[3]), int(m[4])) for m in _HOOK_RUN.finditer(text)]
 
 
 def tool_result_text(block: dict) -> str:

@@ -7,7 +7,7 @@ with plain ``json`` (not the project's parser), and against the journal as
 
 import json
 
-from .harness import tool_result_text
+from .harness import debug_hook_runs, tool_result_text
 
 
 def _journal_texts(shown):
@@ -33,6 +33,10 @@ def test_print_turn_with_bash_is_recorded_whole(scratch):
     responses = [e for e in res.hook_events() if e.get("subtype") == "hook_response"]
     assert {e["hook_event"] for e in responses} >= {"UserPromptSubmit", "Stop"}
     assert all(e.get("exit_code") == 0 for e in responses), responses
+    runs = debug_hook_runs(res.debug_file)  # the same from --debug-file
+    assert {event for event, command, _, _ in runs if command.endswith("record-conversation")} >= \
+        {"UserPromptSubmit", "Stop"}, runs
+    assert all(status == 0 for _, _, status, _ in runs), runs
 
     # ... and the journal holds every one of them
     shown = scratch.show(sid)
