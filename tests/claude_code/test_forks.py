@@ -49,8 +49,6 @@ def test_search_returns_a_copied_message_once(forked):
     assert texts.count("parent follow-up about persimmons") == 1, hits
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 defect 3: a fork's copied lines share the parent's uuids, "
-                                       "so `chats show` of the fork lacks everything before the fork point")
 def test_fork_reads_whole_and_search_has_no_duplicates(forked):
     scratch, psid, fsid = forked
     fork = scratch.transcript(fsid)
@@ -66,9 +64,6 @@ def test_fork_reads_whole_and_search_has_no_duplicates(forked):
     assert texts.count("parent follow-up about persimmons") == 1, hits
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 defect 3: the session /fork starts (a background session, run by "
-                                       "Claude Code's daemon) is not recorded while it lives: no hook of it fires "
-                                       "until it ends")
 def test_slash_fork_session_is_recorded(probed):
     with probed.interactive() as ui:
         ui.wait_idle()

@@ -16,6 +16,9 @@ from .harness import PROJECT_ROOT, Scratch, tool_result_text
 PLUGIN_FILES = (".claude-plugin", "hooks", ".mcp.json")
 
 
+KEY = "conversation-memory@claude-chats"   # the plugin conversation-memory, marketplace claude-chats
+
+
 def _mcp_results(scratch, session_id, tool):
     """The text of the results of MCP tool ``tool`` in a session's transcript."""
     t = scratch.transcript(session_id)
@@ -59,20 +62,10 @@ def test_memory_tools_from_inside_claude_code_find_the_right_session(scratch):
         [t.get("name") for t in r.body.get("tools") or []] for r in scratch.api.messages_requests()]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 defect 7: `claude plugin validate` rejects the plugin: "
-                                       "the name \"claude-chats\" is reserved (no 'claude-' prefix for third parties)")
 def test_plugin_validates(scratch):
     proc = scratch.claude("plugin", "validate", str(PROJECT_ROOT))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "✘" not in proc.stdout
-
-
-def test_plugin_validate_reports_the_reserved_name(scratch):
-    """What 2.1.332 says today (kept so the docs' quote stays true)."""
-    proc = scratch.claude("plugin", "validate", str(PROJECT_ROOT))
-    if proc.returncode == 0:
-        pytest.skip("the plugin validates now")
-    assert "is reserved" in proc.stdout
 
 
 def test_plugin_from_a_local_marketplace_records_and_serves_memory(tmp_path, claude_code, fake_api):
@@ -83,12 +76,12 @@ def test_plugin_from_a_local_marketplace_records_and_serves_memory(tmp_path, cla
     for name in PLUGIN_FILES:
         src = PROJECT_ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, market / name)
-    for args in (("plugin", "marketplace", "add", str(market)), ("plugin", "install", "claude-chats@claude-chats")):
+    for args in (("plugin", "marketplace", "add", str(market)), ("plugin", "install", KEY)):
         proc = s.claude(*args)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert s.settings()["enabledPlugins"] == {"claude-chats@claude-chats": True}
+    assert s.settings()["enabledPlugins"] == {KEY: True}
     installed = json.loads((s.claude_dir / "plugins" / "installed_plugins.json").read_text())
-    assert "claude-chats@claude-chats" in installed["plugins"]
+    assert KEY in installed["plugins"]
 
     first = s.print_turn("plugin turn about marmalade @bash(echo marmalade-out)")
     assert first.returncode == 0, first.stderr

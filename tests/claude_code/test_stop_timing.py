@@ -89,9 +89,6 @@ def test_print_mode_final_answer_stored_by_its_own_stop(probed, figures):
     assert all(stored for _, stored in judged), judged
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 12 defect 1: in interactive mode Stop often runs before the turn's final assistant "
-                          "line is written; the hook stores the answer only at a later event")
 def test_interactive_final_answer_stored_by_its_own_stop(probed, figures):
     with probed.interactive() as ui:
         ui.wait_idle()
