@@ -9,7 +9,7 @@ def mcp_cmd():
 
     Register it with: claude mcp add conversation-memory -- chats mcp
     """
-    from ..mcp.server import main
+    from ..mcp.front import main
 
     main()
 

@@ -46,6 +46,20 @@ When nothing is found: try other words or the other mode, drop filters, or list_
 `notes` says when a store or a leg was skipped and why (e.g. Postgres unreachable: answered from
 the local journal; no vectors yet: full text only)."""
 
+CONVERSATION_DESCRIPTION = """Read a stored conversation in order, a page at a time.
+
+Returns the session (name, project, branch, times, message_count) and its messages with
+seq, role, kind, time and text (long messages shortened). When `next_start_seq` is set,
+call again with start_seq=next_start_seq for the next page. To read around a search hit,
+pass start_seq=seq-5, end_seq=seq+5."""
+
+RECENT_DESCRIPTION = """The most recent conversations, newest first: session id, name, project, branch,
+started_at, last_at (last message), message_count, machine. Use a session id with
+get_conversation, or as search_memory's session_id filter."""
+
+# The tools' descriptions are given as ``description=``, never as docstrings of the tool functions:
+# FastMCP parses a tool function's docstring with griffe, whose import costs 0.1-0.2 s of start-up.
+
 Kind = Literal[transcript.KINDS]
 OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -89,7 +103,7 @@ def create_server(open_searcher=None):
             query, limit=limit, mode=mode, project_path=project_path, session_id=session_id, role=role,
             since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars))
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(description=CONVERSATION_DESCRIPTION, annotations=READ_ONLY)
     def get_conversation(
         session_id: Annotated[str, Field(description="A session id from search_memory or list_recent_sessions.")],
         ctx: Context,
@@ -98,16 +112,9 @@ def create_server(open_searcher=None):
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many messages.")] = 50,
         max_chars: Annotated[int, Field(ge=1000, le=200_000, description="Size budget of the page.")] = 20_000,
     ) -> dict:
-        """Read a stored conversation in order, a page at a time.
-
-        Returns the session (name, project, branch, times, message_count) and its messages with
-        seq, role, kind, time and text (long messages shortened). When `next_start_seq` is set,
-        call again with start_seq=next_start_seq for the next page. To read around a search hit,
-        pass start_seq=seq-5, end_seq=seq+5.
-        """
         return _call(ctx, lambda s: s.conversation(session_id, start_seq, end_seq, limit=limit, max_chars=max_chars))
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(description=RECENT_DESCRIPTION, annotations=READ_ONLY)
     def list_recent_sessions(
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=200, description="Number of sessions.")] = 10,
@@ -115,9 +122,6 @@ def create_server(open_searcher=None):
             description="Only this project folder and its sub-folders (absolute path).")] = None,
         include_subagents: bool = False,
     ) -> dict:
-        """The most recent conversations, newest first: session id, name, project, branch,
-        started_at, last_at (last message), message_count, machine. Use a session id with
-        get_conversation, or as search_memory's session_id filter."""
         return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents))
 
     return server
@@ -188,9 +192,3 @@ def _call(ctx, action):
     except UnicodeEncodeError:
         # A JSON escape of a lone surrogate ("\\ud800") cannot be matched against UTF-8 text.
         raise ToolError("an argument is not valid Unicode text (a lone surrogate); send UTF-8 text") from None
-
-
-def main():
-    """Serve over stdio (what ``chats mcp`` runs)."""
-    stdin.install()
-    create_server().run(transport="stdio", show_banner=False, log_level="WARNING")

@@ -4,43 +4,15 @@
 pydantic's JSON parser, the one the MCP SDK's stdio transport uses, refuses ("unexpected
 end of hex escape"). The SDK then drops the line without a reply, so the request waits
 for ever (modelcontextprotocol/python-sdk#2751, PrefectHQ/fastmcp#1161). Python's ``json``
-reads such a line: ``install()`` passes every line on unchanged except those, which go on
+reads such a line: ``chats mcp``'s front (``mcp.front``) reads the client's lines before the
+SDK does and passes every line through ``rewrite``: unchanged except those, which go on
 with each lone surrogate as U+FFFD and, for a tool call, the names of the arguments that
 held one in the request's ``_meta`` (``META_KEY``); the tool answers with a ToolError
 saying so, as it does for a surrogate that reaches it in memory.
 """
 
-import io
-import os
-import sys
-import threading
-
 META_KEY = "claude-chats/lone-surrogates"
 _SURROGATE_ESCAPES = tuple(f"\\ud{c}".encode() for c in "89abcdef")
-
-
-def install():
-    """Serve ``sys.stdin`` from a pipe that a thread fills from the real standard input, each
-    line through ``rewrite``. Call before the server starts reading."""
-    source = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
-    read_fd, write_fd = os.pipe()
-    sink = os.fdopen(write_fd, "wb")
-    threading.Thread(target=_pump, args=(source, sink), name="chats-mcp-stdin", daemon=True).start()
-    sys.stdin = io.TextIOWrapper(os.fdopen(read_fd, "rb"), encoding="utf-8", errors="replace")
-
-
-def _pump(source, sink):
-    try:
-        for line in source:
-            sink.write(rewrite(line))
-            sink.flush()
-    except (OSError, ValueError):   # the server went away: nothing left to feed
-        pass
-    finally:
-        try:
-            sink.close()
-        except OSError:
-            pass
 
 
 def rewrite(line):

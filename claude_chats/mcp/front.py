@@ -1,0 +1,361 @@
+"""``chats mcp``'s first answers, given before FastMCP has loaded; then a pass-through to it.
+
+Importing FastMCP and building the server takes 1.5-2.5 s on two cores (most
+of it the ``mcp`` SDK's package import, which brings its client, HTTP stack
+and two protocol eras of pydantic models), while Claude Code waits for the
+first answers before it lists the tools, and gives up on its
+``server/discover`` probe after 3 s. Those answers do not change from one run
+to the next, so the front (stdlib only) gives them at once from what it knows,
+while FastMCP loads in a thread of the same process. Claude Code 2.1.332 opens
+in the modern protocol era (``server/discover``, then ``tools/list``,
+``prompts/list`` and ``resources/list``, each naming the version in
+``_meta``), or in the legacy one (``initialize``, then the lists). The front
+knows the answers from
+
+1. ``mcp-answers.json`` in the data dir: FastMCP's own answers, saved by an
+   earlier run, under the ``fingerprint`` of this Python, every module of
+   claude-chats (size and time) and the installed FastMCP, mcp and pydantic;
+2. else ``answers.json`` beside this module, shipped in the package: FastMCP's
+   answers for this release (``python -m claude_chats.mcp.answers`` writes it;
+   ``tests/mcp/test_front.py`` fails when it differs from FastMCP's), used when
+   ``shipped_key()`` (the content of the modules the tools are written in and
+   the installed FastMCP, mcp and pydantic versions) is the one it was made
+   under. So the first start after an install or an upgrade is fast too.
+
+Everything the client sends goes on to FastMCP, in order, through a pipe that
+stands for its stdin (each line through ``stdin.rewrite``, see there): the
+requests answered early go with the front's own ids (``OWN``), so FastMCP's
+answers to them are not passed on but compared with what was sent. An answer
+that differs is never kept quiet: FastMCP's is saved for the next start, the
+difference is said on stderr (Claude Code's MCP log), and a tools list is
+announced with ``notifications/tools/list_changed``. Any other message and
+every answer of FastMCP's pass through unchanged. When no answer is known, the
+request waits for FastMCP, as before, and FastMCP's answer is saved.
+
+The front owns fds 0 and 1 as ``mcp``'s own stdio transport does: the wire
+moves to private descriptors, fd 0 reads the null device and fd 1 writes to
+stderr, so a library that prints cannot corrupt the protocol. SIGINT and
+SIGTERM (how Claude Code stops a stdio server: SIGINT, SIGTERM 0.1 s later,
+then SIGKILL) end the process within ``STOP_GRACE``: FastMCP gets end of input
+to close the stores, and the process exits whether or not it has finished.
+"""
+
+import hashlib
+import io
+import json
+import os
+import signal
+import sys
+import threading
+
+from .. import paths
+from . import stdin
+
+ANSWERS = "mcp-answers.json"
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "answers.json")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The modules the tools' names, descriptions and schemas are written in (server.py, and the constants it
+# takes from transcript.KINDS and search.core.MAX_CHARS)
+TOOL_MODULES = ("mcp/server.py", "transcript.py", "search/core.py")
+OWN = "claude-chats-front/"   # id prefix of the copies of early-answered requests sent on to FastMCP
+STOP_GRACE = 0.05             # seconds FastMCP gets to close the stores on SIGINT/SIGTERM
+END_GRACE = 10.0              # ... on end of input
+# The distributions whose code shapes the answers (by their dist-info folders' names: name and version)
+SHAPED_BY = ("fastmcp", "fastmcp_slim", "mcp", "mcp_types", "pydantic", "pydantic_core")
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"   # a modern-era request's _meta key
+LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+def main():
+    """Serve the conversation-memory MCP server over stdio (what ``chats mcp`` runs)."""
+    Front(os.path.join(paths.data_dir(), ANSWERS)).serve()
+
+
+# --- what the answers depend on ---------------------------------------------------------------------
+
+
+def distributions(names=SHAPED_BY):
+    """``{name: "name-version"}`` of the installed distributions ``names``, from their dist-info folders
+    (a listing of ``sys.path``'s folders: no import, no metadata parsing)."""
+    found = {}
+    for folder in sys.path:
+        try:
+            entries = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith(".dist-info"):
+                name = entry.split("-", 1)[0].lower().replace(".", "_")
+                if name in names and name not in found:   # the first on sys.path is the one imported
+                    found[name] = entry[:-len(".dist-info")]
+    return {name: found.get(name, "absent") for name in names}
+
+
+def fingerprint():
+    """The key of the saved answers: this Python, every module of claude-chats, the distributions above."""
+    parts = [sys.version]
+    for path in sorted(_modules(_PACKAGE)):
+        try:
+            st = os.stat(path)
+            parts.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{path}:absent")
+    parts.extend(distributions().values())
+    return "\n".join(parts)
+
+
+def shipped_key():
+    """The key of the shipped answers: the content of ``TOOL_MODULES`` and the distributions above.
+
+    A change elsewhere that altered the answers would still be caught: by FastMCP's answer at run time
+    and by the test that collects them."""
+    digest = hashlib.sha256()
+    for name in TOOL_MODULES:
+        try:
+            with open(os.path.join(_PACKAGE, name), "rb") as fh:
+                digest.update(fh.read())
+        except OSError:
+            digest.update(b"absent")
+    return {"modules": digest.hexdigest()[:16], **distributions()}
+
+
+def _modules(folder):
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+            yield from _modules(entry.path)
+        elif entry.name.endswith(".py"):
+            yield entry.path
+
+
+def backend():
+    """FastMCP serving over ``sys.stdin`` and ``sys.stdout`` (the front's pipes)."""
+    from .server import create_server
+
+    create_server().run(transport="stdio", show_banner=False, log_level="WARNING")
+
+
+class Front:
+    """The stdio wire of ``chats mcp``: early answers from ``answers_path`` (else ``shipped_path``),
+    the rest to ``serve_backend``.
+
+    ``serve_backend()`` runs the MCP server over ``sys.stdin``/``sys.stdout``, which ``serve`` points at
+    its pipes; ``serve`` never returns (the process exits when the client or the backend ends).
+    """
+
+    def __init__(self, answers_path, serve_backend=backend, shipped_path=SHIPPED):
+        self.answers_path, self.serve_backend = answers_path, serve_backend
+        self.key = fingerprint()
+        self.answers = self._load()                   # FastMCP's answers saved on this machine
+        self.shipped = _load_shipped(shipped_path)    # ... shipped with this release
+        self.expected = {}            # request id FastMCP will answer -> (answer key, what the client got early)
+        self.version = None           # the protocol version agreed in initialize
+        self.backend_spoke = False
+        self.own_ids = 0
+        self.lock = threading.Lock()  # one writer on the wire at a time
+        self.stopping = False
+
+    # --- the process's plumbing -------------------------------------------------------------------
+
+    def serve(self):
+        self.wire_in, self.wire_out = _claim(0, os.O_RDONLY), _claim(1, os.O_WRONLY)
+        to_backend, self.backend_in = os.pipe()
+        backend_out, from_backend = os.pipe()
+        sys.stdin = io.TextIOWrapper(io.open(to_backend, "rb"), encoding="utf-8", errors="replace")
+        sys.stdout = io.TextIOWrapper(io.open(from_backend, "wb"), encoding="utf-8", line_buffering=True)
+        self.backend = threading.Thread(target=self._run_backend, name="chats-fastmcp", daemon=True)
+        self.backend.start()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._on_signal)
+        threading.Thread(target=self._pump, args=(backend_out,), name="chats-mcp-out", daemon=True).start()
+        with io.open(self.wire_in, "rb", closefd=False) as wire:
+            for line in wire:
+                if not self._from_client(line):
+                    break
+        # The client is gone. A FastMCP still loading has opened nothing yet; one serving closes the stores.
+        self._end(END_GRACE if self.backend_spoke else 0, 0)
+
+    def _run_backend(self):
+        try:
+            self.serve_backend()
+        except BaseException:   # noqa: BLE001 - told on stderr; the pump then ends the process
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+        finally:
+            try:
+                sys.stdout.close()   # end of FastMCP's output: the pump sees it and ends the process
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _end(self, grace, code):
+        """Give FastMCP end of input (it closes the stores on it), wait up to ``grace``, exit."""
+        if not self.stopping:   # once: a second close could hit a descriptor reused by another thread
+            self.stopping = True
+            os.close(self.backend_in)
+        self.backend.join(grace)
+        sys.stderr.flush()
+        os._exit(code)
+
+    def _on_signal(self, signum, frame):
+        self._end(STOP_GRACE if self.backend_spoke else 0, 0)
+
+    def _write(self, message):
+        data = message if isinstance(message, bytes) else (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        with self.lock:
+            try:
+                while data:
+                    data = data[os.write(self.wire_out, data):]
+            except OSError:   # the client is gone
+                os._exit(0)
+
+    def _to_backend(self, message):
+        data = message if isinstance(message, bytes) else (json.dumps(message) + "\n").encode()
+        try:
+            while data:
+                data = data[os.write(self.backend_in, data):]
+        except OSError:
+            return False
+        return True
+
+    # --- what the client sends --------------------------------------------------------------------
+
+    def _from_client(self, line):
+        """Answer early what can be while FastMCP loads; pass everything on to it. False once it takes no more."""
+        line = stdin.rewrite(line)   # a lone surrogate escape would make the SDK drop the line unanswered
+        message = _parse(line)
+        answerable = isinstance(message, dict) and type(message.get("id")) in (str, int)
+        method = message.get("method") if answerable else None
+        key = self._answer_key(method, message.get("params") if method else None)
+        if method == "ping" and not self.backend_spoke:
+            self._write({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            return True
+        if key is None:
+            return self._to_backend(line)
+        saved = None if self.backend_spoke else self.answers.get(key, self.shipped.get(key))
+        if saved is None:   # FastMCP answers (it is up, or nothing is known); its answer is saved
+            self.expected[message["id"]] = (key, None)
+            return self._to_backend(line)
+        if method == "initialize" and "result" in saved:
+            self.version = saved["result"].get("protocolVersion")
+        self._write({"jsonrpc": "2.0", "id": message["id"], **saved})
+        self.own_ids += 1
+        own = f"{OWN}{self.own_ids}"
+        self.expected[own] = (key, saved)
+        return self._to_backend({**message, "id": own})
+
+    def _answer_key(self, method, params):
+        """The key of a request whose answer is the same every run, or None.
+
+        Two protocol eras: the modern one (2026-07-28, what Claude Code 2.1.332 speaks when the server
+        answers its ``server/discover`` probe) names its version in every request's ``_meta`` and has
+        no ``initialize``; the legacy one agrees on a version in ``initialize``."""
+        params = params if isinstance(params, dict) else {}
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        version = meta.get(PROTOCOL_VERSION) or self.version
+        if method == "server/discover" and self.version is None:
+            return f"{method} {version}"
+        if method == "initialize":
+            return f"initialize {params.get('protocolVersion')}"
+        if method in LISTS and version and not params.get("cursor"):
+            return f"{method} {version}"
+        return None
+
+    # --- what FastMCP answers ---------------------------------------------------------------------
+
+    def _pump(self, fd):
+        with io.open(fd, "rb") as out:
+            for line in out:
+                message = _parse(line)
+                if message is _NOT_JSON:
+                    sys.stderr.write(line.decode("utf-8", "replace"))   # a stray print, kept off the wire
+                    continue
+                self.backend_spoke = True
+                mid = message.get("id") if isinstance(message, dict) and "method" not in message else None
+                if mid is not None and isinstance(mid, (str, int)) and mid in self.expected:
+                    self._answered(mid, message)
+                    if isinstance(mid, str) and mid.startswith(OWN):
+                        continue
+                self._write(line)
+        if not self.stopping:   # FastMCP ended before its input did: it failed (told on stderr)
+            sys.stderr.flush()
+            os._exit(1)
+
+    def _answered(self, mid, message):
+        key, sent = self.expected.pop(mid)
+        answer = {k: message[k] for k in ("result", "error") if k in message}
+        if key.startswith("initialize ") and "result" in answer:
+            self.version = answer["result"].get("protocolVersion")
+        if self.answers.get(key) != answer:
+            self.answers[key] = answer
+            self._save()
+        if sent is not None and answer != sent:
+            sys.stderr.write(f"claude-chats: the early answer to {key} was out of date; saved FastMCP's\n")
+            if key.startswith("tools/list "):
+                self._write(LIST_CHANGED)
+
+    # --- the saved answers ------------------------------------------------------------------------
+
+    def _load(self):
+        saved = _read_json(self.answers_path)
+        if not isinstance(saved, dict) or saved.get("fingerprint") != self.key:
+            return {}
+        answers = saved.get("answers")
+        return dict(answers) if isinstance(answers, dict) else {}
+
+    def _save(self):
+        try:
+            paths.ensure_private_dir(os.path.dirname(self.answers_path))
+            write_json(self.answers_path, {"fingerprint": self.key, "answers": self.answers}, 0o600)
+        except OSError as exc:   # the next start is slow again; nothing else depends on it
+            sys.stderr.write(f"claude-chats: could not save {self.answers_path}: {exc}\n")
+
+
+def _load_shipped(path):
+    shipped = _read_json(path)
+    if not isinstance(shipped, dict) or shipped.get("key") != shipped_key():
+        return {}
+    answers = shipped.get("answers")
+    return dict(answers) if isinstance(answers, dict) else {}
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path, data, mode, indent=None):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=indent)
+        if indent is not None:
+            fh.write("\n")
+    os.replace(tmp, path)
+
+
+_NOT_JSON = object()
+
+
+def _parse(line):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return _NOT_JSON
+
+
+def _claim(fd, flags):
+    """Move the wire off ``fd`` to a private descriptor; ``fd`` then reads the null device or writes stderr."""
+    private = os.dup(fd)
+    os.set_inheritable(private, False)
+    stand_in = os.open(os.devnull, flags) if flags == os.O_RDONLY else os.dup(2)
+    os.dup2(stand_in, fd)
+    os.close(stand_in)
+    return private
+
+
+if __name__ == "__main__":
+    main()

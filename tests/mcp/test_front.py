@@ -1,0 +1,236 @@
+"""``chats mcp``'s front: early answers (saved, else shipped) given before FastMCP loads, checked against
+FastMCP's, and the stop.
+
+Each test drives a real process over stdio with newline-delimited JSON-RPC,
+as Claude Code 2.1.332 does (``mcp.answers.opening``: the modern era's
+``server/discover`` and lists, or the legacy ``initialize``), and stops it as
+Claude Code does (SIGINT first).
+"""
+
+import json
+import os
+import pathlib
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from claude_chats import paths
+from claude_chats.mcp import answers, front
+
+CHATS = pathlib.Path(sys.executable).with_name("chats")
+MODERN, LEGACY = answers.MODERN, answers.LEGACY
+
+# A backend that never answers: whatever the client gets came from the front.
+SILENT_BACKEND = """
+import os, sys, time
+from claude_chats.mcp.front import Front
+def silent():
+    time.sleep(3600)
+Front(sys.argv[1], serve_backend=silent, shipped_path=sys.argv[2]).serve()
+"""
+
+
+class Wire:
+    def __init__(self, cmd):
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.buf = b""
+
+    def send(self, message):
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def read(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0, deadline - time.monotonic()))
+            assert ready, f"no message within {timeout} s"
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            assert chunk, f"stdout closed; stderr: {self.proc.stderr.read().decode()[-2000:]}"
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def answer(self, request_id, timeout=30):
+        while True:
+            message = self.read(timeout)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    def start(self, era=MODERN, timeout=30):
+        """Claude Code's opening in ``era``: ``{answer key: the answer as the client got it}``."""
+        got = {}
+        for messages, keys in answers.opening(era):
+            for message in messages:
+                self.send(message)
+            for message in messages:
+                if "id" in message:
+                    key = front.Front._answer_key(_Versioned(era), message["method"], message.get("params"))
+                    got[key] = {k: v for k, v in self.answer(message["id"], timeout).items()
+                                if k not in ("jsonrpc", "id")}
+        return got
+
+    def call_fastmcp(self, request_id=90):
+        """A tool call only FastMCP answers (after what came before it): its result."""
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
+            "name": "list_recent_sessions", "arguments": {"limit": 1}, "_meta": answers.MODERN_META}})
+        answer = self.answer(request_id, timeout=60)
+        result = answer.get("result", answer)
+        assert result.get("isError") is False, answer
+        return result
+
+    def sigint(self):
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(10)
+        return code, time.monotonic() - started
+
+
+class _Versioned:
+    """Stands for a front in ``_answer_key``: the legacy version is known once initialize is answered."""
+
+    def __init__(self, era):
+        self.version = LEGACY if era == LEGACY else None
+
+
+def answers_file():
+    return os.path.join(paths.data_dir(), front.ANSWERS)
+
+
+def save_answers(saved):
+    os.makedirs(paths.data_dir(), exist_ok=True)
+    with open(answers_file(), "w") as fh:
+        json.dump({"fingerprint": front.fingerprint(), "answers": saved}, fh)
+
+
+def silent(shipped=os.devnull):
+    return Wire([sys.executable, "-c", SILENT_BACKEND, answers_file(), str(shipped)])
+
+
+TOOL = {"name": "saved_tool", "inputSchema": {"type": "object"}}
+SAVED = {
+    f"server/discover {MODERN}": {"result": {"supportedVersions": [MODERN], "capabilities": {"tools": {}}}},
+    f"tools/list {MODERN}": {"result": {"tools": [TOOL]}},
+    f"prompts/list {MODERN}": {"result": {"prompts": []}},
+    f"resources/list {MODERN}": {"result": {"resources": []}},
+    f"initialize {LEGACY}": {"result": {"protocolVersion": LEGACY, "capabilities": {"tools": {}},
+                                        "serverInfo": {"name": "conversation-memory", "version": "x"}}},
+    f"tools/list {LEGACY}": {"result": {"tools": [TOOL]}},
+    f"prompts/list {LEGACY}": {"result": {"prompts": []}},
+    f"resources/list {LEGACY}": {"result": {"resources": []}},
+}
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+def test_saved_answers_are_given_before_the_backend_answers_anything(era):
+    save_answers(SAVED)
+    wire = silent()
+    got = wire.start(era)
+    assert got == {key: answer for key, answer in SAVED.items() if key.endswith(era)}
+    wire.send({"jsonrpc": "2.0", "id": [3], "method": "ping"})   # not a valid id: left to the backend
+    wire.proc.stdin.write(b"not json\n")
+    wire.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert wire.answer(3) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    code, took = wire.sigint()
+    assert code == 0 and took < 2
+
+
+def test_answers_saved_under_another_fingerprint_are_not_used():
+    os.makedirs(paths.data_dir(), exist_ok=True)
+    with open(answers_file(), "w") as fh:
+        json.dump({"fingerprint": "another version", "answers": SAVED}, fh)
+    wire = silent()
+    wire.send(answers.opening(MODERN)[0][0][0])   # the probe
+    wire.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert wire.answer(3) == {"jsonrpc": "2.0", "id": 3, "result": {}}   # the probe was left to the backend
+    assert not wire.buf
+    assert wire.sigint()[0] == 0
+
+
+def test_the_shipped_answers_are_fastmcps():
+    """answers.json is what FastMCP answers today: a change to a tool must come with a new file."""
+    with open(front.SHIPPED, encoding="utf-8") as fh:
+        shipped = json.load(fh)
+    fix = "run `python -m claude_chats.mcp.answers` and commit claude_chats/mcp/answers.json"
+    assert shipped["key"] == front.shipped_key(), f"answers.json was made under another key: {fix}"
+    assert shipped["answers"] == answers.collect(), f"answers.json differs from FastMCP's answers: {fix}"
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+def test_the_shipped_answers_are_given_when_none_are_saved(era):
+    with open(front.SHIPPED, encoding="utf-8") as fh:
+        shipped = json.load(fh)["answers"]
+    wire = silent(front.SHIPPED)
+    assert wire.start(era) == {key: answer for key, answer in shipped.items() if key.endswith(era)}
+    assert wire.sigint()[0] == 0
+
+
+def test_shipped_answers_under_another_key_are_not_used(tmp_path):
+    other = tmp_path / "answers.json"
+    other.write_text(json.dumps({"key": {**front.shipped_key(), "fastmcp": "fastmcp-0.0.1"}, "answers": SAVED}))
+    wire = silent(other)
+    wire.send(answers.opening(MODERN)[0][0][0])
+    wire.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert wire.answer(3) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    assert not wire.buf
+    assert wire.sigint()[0] == 0
+
+
+def test_chats_mcp_saves_fastmcps_answers_and_gives_the_same_ones_next_time():
+    first = Wire([str(CHATS), "mcp"])
+    opened = first.start()
+    assert {t["name"] for t in opened[f"tools/list {MODERN}"]["result"]["tools"]} == {
+        "search_memory", "get_conversation", "list_recent_sessions"}
+    assert opened[f"server/discover {MODERN}"]["result"]["supportedVersions"] == [MODERN]
+    first.call_fastmcp()   # FastMCP has answered everything before it
+    code, _ = first.sigint()
+    assert code == 0
+    saved = json.load(open(answers_file()))["answers"]
+    assert set(saved) == set(opened)
+    assert os.stat(answers_file()).st_mode & 0o777 == 0o600
+
+    second = Wire([str(CHATS), "mcp"])
+    assert second.start() == opened
+    called = second.call_fastmcp()   # waits for FastMCP and the stores
+    assert called["structuredContent"]["sessions"] == []
+    assert second.sigint()[0] == 0
+
+
+def test_a_stale_saved_tools_list_is_replaced_said_and_announced():
+    first = Wire([str(CHATS), "mcp"])
+    real = first.start()
+    first.call_fastmcp()
+    first.sigint()
+    key = f"tools/list {MODERN}"
+    save_answers({**json.load(open(answers_file()))["answers"], key: SAVED[key]})
+
+    wire = Wire([str(CHATS), "mcp"])
+    assert wire.start()[key] == SAVED[key]   # what was saved, at once
+    assert wire.read(timeout=60) == front.LIST_CHANGED
+    wire.send({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": answers.MODERN_META}})
+    assert wire.answer(7)["result"] == real[key]["result"]
+    assert json.load(open(answers_file()))["answers"][key] == real[key]
+    assert wire.sigint()[0] == 0
+    assert f"the early answer to {key} was out of date" in wire.proc.stderr.read().decode()
+
+
+def test_end_of_input_ends_chats_mcp():
+    wire = Wire([str(CHATS), "mcp"])
+    wire.start()
+    wire.proc.stdin.close()
+    assert wire.proc.wait(30) == 0
+
+
+def test_a_stray_print_does_not_reach_the_wire():
+    save_answers(SAVED)
+    noisy = SILENT_BACKEND.replace("time.sleep(3600)", "print('noise'); os.write(1, b'C noise\\n'); time.sleep(3600)")
+    wire = Wire([sys.executable, "-c", noisy, answers_file(), os.devnull])
+    wire.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    time.sleep(0.5)
+    assert wire.answer(3) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    wire.sigint()
+    assert b"noise" not in wire.buf
+    assert b"C noise" in wire.proc.stderr.read()
