@@ -27,9 +27,20 @@ NAME = "conversation-memory"
 INSTRUCTIONS = """Memory of past Claude Code conversations (every turn, recorded before compaction).
 Use search_memory to find what was said or done before (decisions, errors and their fixes, commands,
 file names), get_conversation to read around a hit, list_recent_sessions to see what was worked on
-lately. Results say which store answered ("postgres" or "local", the offline journal)."""
+lately. Reach for it after a compaction, when the summary lacks a detail, and when the person refers
+to earlier work. Results say which store answered ("postgres" or "local", the offline journal)."""
 
-SEARCH_DESCRIPTION = """Search past Claude Code conversations.
+WHEN = """When to use it:
+- after this conversation was compacted, when the summary lacks a detail: an exact error message,
+  a constraint, the reason for a decision, what was tried first;
+- when the person refers to earlier work ("like last time", "the bug we fixed", "what did we decide
+  about X", "the script from yesterday", "again") or asks what was done before;
+- before redoing something that may already have been solved in another session."""
+
+SEARCH_DESCRIPTION = f"""Search the record of past Claude Code conversations: every turn is kept, including
+what a compaction dropped from this conversation's context.
+
+{WHEN}
 
 Modes:
 - "hybrid" (default): keywords and meaning together; best first choice.
@@ -48,14 +59,26 @@ the local journal; no vectors yet: full text only)."""
 
 CONVERSATION_DESCRIPTION = """Read a stored conversation in order, a page at a time.
 
+Use it to get back what a compaction dropped (the note Claude Code shows after a compaction gives
+the session_id and the seq range to read), or to read around a search_memory hit.
+
 Returns the session (name, project, branch, times, message_count) and its messages with
 seq, role, kind, time and text (long messages shortened). When `next_start_seq` is set,
 call again with start_seq=next_start_seq for the next page. To read around a search hit,
 pass start_seq=seq-5, end_seq=seq+5."""
 
 RECENT_DESCRIPTION = """The most recent conversations, newest first: session id, name, project, branch,
-started_at, last_at (last message), message_count, machine. Use a session id with
-get_conversation, or as search_memory's session_id filter."""
+started_at, last_at (last message), message_count, machine. Use it when the person asks what was
+worked on lately or names an earlier session. Use a session id with get_conversation, or as
+search_memory's session_id filter."""
+
+# What Claude Code 2.1.332 reads in a tool's _meta (docs/claude-code-internals.md): alwaysLoad keeps the
+# tool's schema in every request instead of deferring it behind ToolSearch (three small tools);
+# searchHint is matched by ToolSearch's keyword search.
+TOOL_META = {"anthropic/alwaysLoad": True,
+             "anthropic/searchHint": "memory of past conversations, earlier sessions, history, what was said or "
+                                     "done before, after a compaction, recall previous work"}
+DESCRIPTION_CAP = 4096   # characters of a tool description Claude Code keeps in the prompt
 
 # The tools' descriptions are given as ``description=``, never as docstrings of the tool functions:
 # FastMCP parses a tool function's docstring with griffe, whose import costs 0.1-0.2 s of start-up.
@@ -80,7 +103,7 @@ def create_server(open_searcher=None):
 
     server = FastMCP(NAME, instructions=INSTRUCTIONS, lifespan=stores, mask_error_details=True)
 
-    @server.tool(description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
+    @server.tool(description=SEARCH_DESCRIPTION, annotations=READ_ONLY, meta=TOOL_META)
     def search_memory(
         query: Annotated[str, Field(description="What to look for (words, or a sentence for semantic).")],
         ctx: Context,
@@ -103,7 +126,7 @@ def create_server(open_searcher=None):
             query, limit=limit, mode=mode, project_path=project_path, session_id=session_id, role=role,
             since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars))
 
-    @server.tool(description=CONVERSATION_DESCRIPTION, annotations=READ_ONLY)
+    @server.tool(description=CONVERSATION_DESCRIPTION, annotations=READ_ONLY, meta=TOOL_META)
     def get_conversation(
         session_id: Annotated[str, Field(description="A session id from search_memory or list_recent_sessions.")],
         ctx: Context,
@@ -114,7 +137,7 @@ def create_server(open_searcher=None):
     ) -> dict:
         return _call(ctx, lambda s: s.conversation(session_id, start_seq, end_seq, limit=limit, max_chars=max_chars))
 
-    @server.tool(description=RECENT_DESCRIPTION, annotations=READ_ONLY)
+    @server.tool(description=RECENT_DESCRIPTION, annotations=READ_ONLY, meta=TOOL_META)
     def list_recent_sessions(
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=200, description="Number of sessions.")] = 10,

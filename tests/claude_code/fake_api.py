@@ -17,11 +17,11 @@ keeps no conversation state (forks and resumes script themselves):
     @think                a thinking block first, then the text
     @bash(COMMAND)        a Bash tool call, then (after its tool_result) a text
                           answer quoting the result
-    @mcp(TOOL JSON)       ToolSearch {"query": "select:mcp__conversation-memory__TOOL"}
-                          (the name as the request lists it: a plugin's server is
-                          mcp__plugin_<plugin>_conversation-memory__TOOL), then the
-                          MCP tool with the JSON input, then a text answer quoting
-                          the result
+    @mcp(TOOL JSON)       the MCP tool with the JSON input, then a text answer quoting
+                          the result; when the tool is deferred (not in the request's
+                          ``tools``), ToolSearch {"query": "select:mcp__conversation-memory__TOOL"}
+                          first (the name as the request lists it: a plugin's server
+                          is mcp__plugin_<plugin>_conversation-memory__TOOL)
     @agent(PROMPT)        an Agent tool call (general-purpose subagent, PROMPT),
                           then a text answer; ``@bgagent(PROMPT)`` runs it in the
                           background (run_in_background)
@@ -257,7 +257,11 @@ def script_reply(body: dict) -> Reply:
     if kind == "mcp":
         tool, _, args = arg.partition(" ")
         full = _mcp_tool_name(body, tool)
-        if step == 0:  # deferred in 2.1.332: load its schema first
+        loaded = _loaded_tool(body, tool)
+        if loaded and not _called(messages, index, loaded):   # in `tools` (alwaysLoad): call it at once
+            inp = json.loads(args) if args.strip() else {}
+            return Reply(blocks + [Block("tool_use", name=loaded, input=inp)], stop_reason="tool_use", delay=delay)
+        if step == 0 and not loaded:  # deferred: load its schema first
             if full:
                 query = f"select:{full}"
             else:
@@ -291,6 +295,15 @@ def _mcp_tool_name(body: dict, tool: str) -> str | None:
     names = set(re.findall(r"mcp__[A-Za-z0-9_.-]*?__" + re.escape(tool) + r"\b", json.dumps(body)))
     for name in sorted(names, key=len):
         if MCP_SERVER in name:
+            return name
+    return None
+
+
+def _loaded_tool(body: dict, tool: str) -> str | None:
+    """The full name of MCP tool ``tool`` when its schema is in the request's ``tools`` (not deferred)."""
+    for t in body.get("tools") or []:
+        name = t.get("name", "")
+        if name.startswith("mcp__") and MCP_SERVER in name and name.endswith("__" + tool):
             return name
     return None
 

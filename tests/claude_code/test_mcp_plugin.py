@@ -1,9 +1,10 @@
 """The conversation-memory MCP tools called from inside Claude Code 2.1.332, and
 the plugin (issue 12 defect 7).
 
-MCP tools are deferred in 2.1.332: the scripted model loads a tool's schema
-with ``ToolSearch {"query": "select:mcp__conversation-memory__<tool>"}`` and
-then calls it; the tests read the tool results from the transcript.
+MCP tools are deferred in 2.1.332 unless a tool's ``_meta`` says
+``anthropic/alwaysLoad``: ours do, so their schemas are in the first request
+and the scripted model calls them at once, with no ``ToolSearch`` first (issue
+13 item 4); the tests read the tool results from the transcript.
 """
 
 import json
@@ -43,10 +44,10 @@ def test_memory_tools_from_inside_claude_code_find_the_right_session(scratch):
     for tool, args in calls:
         res = scratch.print_turn(f"use memory @mcp({tool} {json.dumps(args)})")
         assert res.returncode == 0, res.stderr
-        # the tool was deferred and loaded through ToolSearch first
+        # the tool was loaded from the first request on: no ToolSearch
         t = scratch.transcript(res.session_id)
         names = [u["name"] for u in t.tool_uses()]
-        assert names[0] == "ToolSearch" and names[1] == f"mcp__conversation-memory__{tool}", names
+        assert names == [f"mcp__conversation-memory__{tool}"], names
         (result,) = _mcp_results(scratch, res.session_id, tool)
         assert earlier in result, f"{tool} did not name session {earlier}: {result[:500]}"
         if tool == "get_conversation":
@@ -55,11 +56,12 @@ def test_memory_tools_from_inside_claude_code_find_the_right_session(scratch):
         if tool == "search_memory":
             payload = json.loads(result)
             assert payload["hits"][0]["session_id"] == earlier
-    # what Claude Code sent: once ToolSearch has loaded it, the tool's schema is in the request
+    # what Claude Code sent: every request carries the tools' schemas
     full = "mcp__conversation-memory__search_memory"
-    loaded = [t for r in scratch.api.messages_requests() for t in r.body.get("tools") or [] if t.get("name") == full]
-    assert loaded and "query" in json.dumps(loaded[0].get("input_schema")), [
-        [t.get("name") for t in r.body.get("tools") or []] for r in scratch.api.messages_requests()]
+    for request in scratch.api.messages_requests():
+        loaded = [t for t in request.body.get("tools") or [] if t.get("name") == full]
+        assert loaded and "query" in json.dumps(loaded[0].get("input_schema")), [
+            t.get("name") for t in request.body.get("tools") or []]
 
 
 def test_plugin_validates(scratch):
@@ -95,6 +97,6 @@ def test_plugin_from_a_local_marketplace_records_and_serves_memory(tmp_path, cla
     assert second.returncode == 0
     t = s.transcript(second.session_id)
     tools = [u["name"] for u in t.tool_uses()]
-    assert tools[0] == "ToolSearch" and tools[1].endswith("conversation-memory__search_memory"), tools
+    assert tools == ["mcp__plugin_conversation-memory_conversation-memory__search_memory"], tools
     result = [tool_result_text(r) for r in t.tool_results()][-1]
     assert first.session_id in result, result[:500]

@@ -7,7 +7,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
-from claude_chats.mcp.server import create_server
+from claude_chats.mcp.server import DESCRIPTION_CAP, create_server
 from tests.support.fakes import HashEmbedder, OtherEmbedder
 from tests.support.journals import searcher_opener, sessions_of
 
@@ -44,6 +44,22 @@ def test_lists_three_tools_with_descriptions(server):
     assert {"query", "limit", "project_path", "mode", "session_id", "role", "since", "until",
             "include_subagents", "kinds", "max_chars"} == set(search.input_schema["properties"])
     assert "next_start_seq" in tools["get_conversation"].description
+
+
+def test_tools_are_loaded_at_once_and_say_when_to_reach_for_memory(server):
+    """Claude Code 2.1.332 keeps a tool marked alwaysLoad in every request (no ToolSearch first) and
+    cuts a description past 4,096 characters."""
+    async def go():
+        async with Client(server) as client:
+            return await client.list_tools()
+    for tool in asyncio.run(go()):
+        assert tool.meta["anthropic/alwaysLoad"] is True, tool.name
+        assert "compaction" in tool.meta["anthropic/searchHint"]
+        assert len(tool.description) < DESCRIPTION_CAP, (tool.name, len(tool.description))
+        assert "compact" in tool.description or tool.name == "list_recent_sessions"
+    search = next(t for t in asyncio.run(go()) if t.name == "search_memory")
+    assert "after this conversation was compacted" in search.description
+    assert "refers to earlier work" in search.description
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "semantic", "fulltext"])
