@@ -20,7 +20,7 @@ from pydantic import Field
 from .. import transcript
 from ..errors import ClaudeChatsError
 from ..search.core import MAX_CHARS
-from . import stdin
+from . import current, stdin
 
 NAME = "conversation-memory"
 
@@ -32,10 +32,12 @@ to earlier work. Results say which store answered ("postgres" or "local", the of
 
 WHEN = """When to use it:
 - after this conversation was compacted, when the summary lacks a detail: an exact error message,
-  a constraint, the reason for a decision, what was tried first;
+  a constraint, the reason for a decision, what was tried first (session_id="current" searches
+  this conversation);
 - when the person refers to earlier work ("like last time", "the bug we fixed", "what did we decide
   about X", "the script from yesterday", "again") or asks what was done before;
-- before redoing something that may already have been solved in another session."""
+- before redoing something that may already have been solved in another session.
+project_path="current" keeps to this project."""
 
 SEARCH_DESCRIPTION = f"""Search the record of past Claude Code conversations: every turn is kept, including
 what a compaction dropped from this conversation's context.
@@ -59,8 +61,8 @@ the local journal; no vectors yet: full text only)."""
 
 CONVERSATION_DESCRIPTION = """Read a stored conversation in order, a page at a time.
 
-Use it to get back what a compaction dropped (the note Claude Code shows after a compaction gives
-the session_id and the seq range to read), or to read around a search_memory hit.
+Use it to get back what a compaction dropped (session_id="current" is this conversation; the note
+shown after a compaction gives the seq range to read), or to read around a search_memory hit.
 
 Returns the session (name, project, branch, times, message_count) and its messages with
 seq, role, kind, time and text (long messages shortened). When `next_start_seq` is set,
@@ -78,6 +80,7 @@ search_memory's session_id filter."""
 TOOL_META = {"anthropic/alwaysLoad": True,
              "anthropic/searchHint": "memory of past conversations, earlier sessions, history, what was said or "
                                      "done before, after a compaction, recall previous work"}
+PROJECT_FIELD = 'Only this project folder and its sub-folders (absolute path); "current": this session\'s project.'
 DESCRIPTION_CAP = 4096   # characters of a tool description Claude Code keeps in the prompt
 
 # The tools' descriptions are given as ``description=``, never as docstrings of the tool functions:
@@ -108,10 +111,10 @@ def create_server(open_searcher=None):
         query: Annotated[str, Field(description="What to look for (words, or a sentence for semantic).")],
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=50, description="Number of hits.")] = 5,
-        project_path: Annotated[str | None, Field(
-            description="Only this project folder and its sub-folders (absolute path).")] = None,
+        project_path: Annotated[str | None, Field(description=PROJECT_FIELD)] = None,
         mode: Literal["hybrid", "semantic", "fulltext"] = "hybrid",
-        session_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+        session_id: Annotated[str | None, Field(
+            description='Only this conversation; "current": the one you are in.')] = None,
         role: Annotated[Literal["user", "assistant", "system"] | None, Field(
             description="Only what the person typed (user) or what the assistant wrote (assistant).")] = None,
         since: Annotated[str | None, Field(description="ISO date or date-time, inclusive (2025-01-31).")] = None,
@@ -123,29 +126,31 @@ def create_server(open_searcher=None):
                                         description="Size budget of the whole result.")] = MAX_CHARS,
     ) -> dict:
         return _call(ctx, lambda s: s.search(
-            query, limit=limit, mode=mode, project_path=project_path, session_id=session_id, role=role,
+            query, limit=limit, mode=mode, project_path=current.project_path(project_path),
+            session_id=current.session_id(session_id), role=role,
             since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars))
 
     @server.tool(description=CONVERSATION_DESCRIPTION, annotations=READ_ONLY, meta=TOOL_META)
     def get_conversation(
-        session_id: Annotated[str, Field(description="A session id from search_memory or list_recent_sessions.")],
+        session_id: Annotated[str, Field(description='A session id from search_memory or list_recent_sessions; '
+                                                     '"current": the conversation you are in.')],
         ctx: Context,
         start_seq: Annotated[int | None, Field(ge=0, le=MAX_SEQ, description="First sequence number (default 0).")] = None,
         end_seq: Annotated[int | None, Field(ge=0, le=MAX_SEQ, description="Last sequence number, inclusive.")] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many messages.")] = 50,
         max_chars: Annotated[int, Field(ge=1000, le=200_000, description="Size budget of the page.")] = 20_000,
     ) -> dict:
-        return _call(ctx, lambda s: s.conversation(session_id, start_seq, end_seq, limit=limit, max_chars=max_chars))
+        return _call(ctx, lambda s: s.conversation(current.session_id(session_id), start_seq, end_seq, limit=limit,
+                                                   max_chars=max_chars))
 
     @server.tool(description=RECENT_DESCRIPTION, annotations=READ_ONLY, meta=TOOL_META)
     def list_recent_sessions(
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=200, description="Number of sessions.")] = 10,
-        project_path: Annotated[str | None, Field(
-            description="Only this project folder and its sub-folders (absolute path).")] = None,
+        project_path: Annotated[str | None, Field(description=PROJECT_FIELD)] = None,
         include_subagents: bool = False,
     ) -> dict:
-        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents))
+        return _call(ctx, lambda s: s.recent_sessions(limit, current.project_path(project_path), include_subagents))
 
     return server
 
