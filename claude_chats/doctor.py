@@ -14,16 +14,17 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
-from . import config, install, paths
+from . import config, install, paths, scrub
 from .localstore.db import Immediate
 from .localstore.journal import Journal, discover, printable
-from .models import canary_vector, embedder
+from .models import canary_vector
 from .models import check_canary as compare
 from .models.recipe import same_model
 from .models.spaces import canary_from_blob, space_of_key
 from .pgstore import connect as pg
 from .pgstore import migrations
 from .pgstore import url as dburl
+from .stores import open_embedder
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 VECTOR_MIN = (0, 5, 0)          # HNSW; halfvec (above 2,000 dimensions) needs 0.7
@@ -70,7 +71,7 @@ class Context:
         return self._get("journal", Journal.open)
 
     def provider(self):
-        return self._get("provider", lambda: embedder(self.settings))
+        return self._get("provider", lambda: open_embedder(self.settings))
 
     def pg(self):
         return self._get("pg", lambda: pg.connect(self.settings.database_url,
@@ -198,6 +199,41 @@ def _age_days(iso):
 
 
 # -- local state -------------------------------------------------------------------------
+
+
+MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"   # Linux; Claude Code's policy file
+
+
+def check_scrub(ctx):
+    """Claude Code's environment scrub and the credentials it would take from the hook and ``chats mcp``."""
+    where = _scrub_source()
+    lost = scrub.losses(ctx.settings)
+    what = "; ".join(f"{thing} ({', '.join(names)})" for thing, names, _ in lost)
+    if not lost:
+        state = f"on ({where})" if where else "off"
+        return Check("scrub", PASS, f"Claude Code's environment scrub is {state}: claude-chats takes nothing from "
+                     "the environment that it would remove")
+    if not where:
+        return Check("scrub", PASS, f"Claude Code's environment scrub is off; with {scrub.FLAG}=1 it would remove "
+                     f"{what} from the hook and `chats mcp`")
+    return Check("scrub", FAIL, f"{scrub.FLAG} is on ({where}): Claude Code removes {what} from the environment of "
+                 "the hook and `chats mcp`, so their searches run full text only (or on the journal alone) and "
+                 "the background sync cannot embed", "; ".join(fix for *_, fix in lost))
+
+
+def _scrub_source():
+    """Where the scrub is turned on: this environment or a Claude Code settings file's ``env``; None: off."""
+    if scrub.scrub_on():
+        return f"{scrub.FLAG} in the environment"
+    for path in (install.settings_path(), MANAGED_SETTINGS):
+        try:
+            _text, data = install.read_settings(path)
+        except install.InstallError:
+            continue
+        env = data.get("env") if isinstance(data.get("env"), dict) else {}
+        if scrub.scrub_on({k: str(v) for k, v in env.items()}):
+            return f"env of {path}"
+    return None
 
 
 def check_config(ctx):
@@ -381,8 +417,8 @@ def _migrations(conn):
 
 # -- running -------------------------------------------------------------------------------
 
-CHECKS = (check_hooks, check_mcp, check_config, check_journal, check_fts, check_transcripts, check_cleanup_period,
-          check_model, check_canary, check_postgres)
+CHECKS = (check_hooks, check_mcp, check_config, check_scrub, check_journal, check_fts, check_transcripts,
+          check_cleanup_period, check_model, check_canary, check_postgres)
 
 
 def run(settings=None, checks=CHECKS):

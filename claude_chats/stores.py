@@ -3,10 +3,10 @@
 ``open_searcher(settings)`` gives a ``Searcher`` over the journal, with Postgres
 (connected in the background, see ``pgstore.search.PgLink``) when
 ``database_url`` is set; the embedding provider is built on the first search that
-needs it. ``open_store(settings)`` gives the ``PgStore`` sync pushes into.
+needs it (``open_embedder``). ``open_store(settings)`` gives the ``PgStore`` sync pushes into.
 """
 
-from . import config
+from . import config, scrub
 from .localstore.search import LocalSearch
 from .models import embedder
 from .pgstore.search import PgLink
@@ -27,7 +27,14 @@ def open_searcher(settings=None, journal_path=None, use_postgres=True, wait=1.5,
         remote = PgLink(settings.database_url, settings.allow_insecure_remote, wait=wait, retry_after=retry_after)
         remote.start()
     # the configured embedded text: the space sync writes
-    return Searcher(local, remote, lambda: embedder(settings), redact=bool(settings.redact))
+    return Searcher(local, remote, lambda: open_embedder(settings), redact=bool(settings.redact))
+
+
+def open_embedder(settings):
+    """The configured embedding provider (``models.embedder``), or ``ProviderUnavailable`` saying which
+    credential Claude Code's environment scrub took from this process (see ``scrub``)."""
+    scrub.check(settings)
+    return embedder(settings)
 
 
 def open_store(settings):

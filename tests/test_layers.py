@@ -18,7 +18,7 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "claude_chats"
 
-GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "hosts", "times", "records", "faults", "words"}
+GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "hosts", "times", "records", "faults", "words", "scrub"}
 STORES = ("localstore", "pgstore")
 ABOVE_STORES = ("sync", "stores", "purge", "config", "status", "doctor", "install", "evaluate", "hook", "mcp", "cli")
 

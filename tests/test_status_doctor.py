@@ -127,8 +127,8 @@ def failing(name, status=doctor.FAIL):
 def test_doctor_passes_on_a_healthy_machine(healthy):
     checks = results()
     assert {c.status for c in checks.values()} == {doctor.PASS}, [c for c in checks.values() if c.status != "pass"]
-    assert set(checks) == {"hooks", "mcp", "config", "journal", "fts", "transcripts", "cleanup", "model", "canary",
-                           "tls", "postgres", "pgvector", "migrations"}
+    assert set(checks) == {"hooks", "mcp", "config", "scrub", "journal", "fts", "transcripts", "cleanup", "model",
+                           "canary", "tls", "postgres", "pgvector", "migrations"}
     result = chats("doctor")
     assert result.exit_code == 0 and "FAIL" not in result.output
 

@@ -9,10 +9,10 @@ from .. import config
 from ..errors import PostgresUnavailable, ProviderError
 from ..localstore import outbox
 from ..localstore.journal import Journal
-from ..models import embedder, is_remote
+from ..models import is_remote
 from ..purge import sync_purges
 from ..redact import redact as redact_text
-from ..stores import open_store
+from ..stores import open_embedder, open_store
 from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, Syncer, SyncReport, record
 from .lock import SyncLock
 
@@ -40,7 +40,7 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
             except PostgresUnavailable as exc:
                 unreachable = str(exc)
         try:
-            provider = provider or _remember(opened, embedder(settings))
+            provider = provider or _remember(opened, open_embedder(settings))
         except ProviderError as exc:
             return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable, store)
         local = local if local is not None else outbox.local_vectors(journal)
