@@ -174,6 +174,22 @@ def test_session_start_after_a_compaction_points_at_the_record(tmp_path):
     assert [r[2] for r in rows()][-1].startswith("This session is being continued")   # recorded first
 
 
+def test_session_start_before_the_boundary_is_written_points_at_the_turns_stored(tmp_path):
+    """Interactive Claude Code 2.1.332 fires SessionStart(compact) before the boundary line reaches the
+    transcript: the turns stored since the last compaction are the compacted ones."""
+    path = tmp_path / "sess-1.jsonl"
+    compacted_transcript(path)
+    first = path.read_bytes()
+    path.write_bytes(b"".join(first.splitlines(keepends=True)[:-2]))   # the boundary and summary not yet written
+    context = json.loads(session_start(path, "compact"))["hookSpecificOutput"]["additionalContext"]
+    assert "seq 0 to 31 (32 messages)" in context and "quince-7" in context
+    path.write_bytes(first + lines.encode(lines.user("a later prompt about the plum loader"),
+                                          lines.assistant("the plum loader now reads lazily")))
+    context = json.loads(session_start(path, "compact"))["hookSpecificOutput"]["additionalContext"]
+    assert "seq 33 to 35 (3 messages)" in context, context[:400]   # from the previous summary on
+    assert "plum loader" in context and "apricot" not in context
+
+
 def test_session_start_says_nothing_at_startup_and_points_on_resume(tmp_path):
     path = tmp_path / "sess-1.jsonl"
     assert session_start(path, "startup") == b""           # nothing recorded, nothing to say

@@ -76,14 +76,26 @@ def resume_context(conn, session_id):
 
 def _compacted_span(conn, session_id):
     """(first seq, last seq, messages) of what the latest compaction of the session dropped from view:
-    everything after the compaction before it (or from the start) up to its boundary."""
+    everything after the compaction before it (or from the start) up to its boundary.
+
+    In interactive mode Claude Code fires SessionStart(compact) before the compaction's boundary line
+    reaches the transcript (observed with 2.1.332: tests/claude_code/test_memory_reach.py). A turn
+    stored after the latest boundary says so: then this compaction's boundary is still to come, and
+    the span runs from that boundary to the last message stored."""
     bounds = [seq for (seq,) in conn.execute(
         "SELECT seq FROM messages WHERE session_id = ? AND kind = ? ORDER BY seq DESC LIMIT 2",
         (session_id, transcript.COMPACT_BOUNDARY))]
-    if not bounds:
+    latest = bounds[0] if bounds else -1
+    pending = conn.execute(
+        "SELECT max(seq) FROM messages WHERE session_id = ? AND seq > ? AND kind IN (?, ?, ?)",
+        (session_id, latest, transcript.TEXT, transcript.TOOL_USE, transcript.TOOL_RESULT)).fetchall()[0][0]
+    if pending is not None:   # turns after the latest boundary (or no boundary at all): the new one is coming
+        start, end = latest + 1, conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+                                              (session_id,)).fetchall()[0][0]
+    elif bounds:
+        start, end = (bounds[1] + 1 if len(bounds) > 1 else 0), latest - 1
+    else:
         return None
-    end = bounds[0] - 1
-    start = bounds[1] + 1 if len(bounds) > 1 else 0
     count = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?",
                          (session_id, start, end)).fetchall()[0][0]
     return (start, end, count) if count else None
