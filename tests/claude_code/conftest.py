@@ -58,6 +58,7 @@ def scratch(tmp_path, claude_code, fake_api):
     _STATE["debug_dirs"].append(s.debug_dir)
     yield s
     s.cleanup()
+    _connected_in_time(s)
 
 
 @pytest.fixture
@@ -89,6 +90,16 @@ def new_scratch(tmp_path_factory, claude_code):
         s.cleanup()
     for api in apis:
         api.stop()
+    for s in made:
+        _connected_in_time(s)
+
+
+def _connected_in_time(scratch):
+    """Every test here also checks that `chats mcp` was never late (issue 13 item 6): no version
+    negotiation probe timed out, no tool result said "still connecting"."""
+    faults = scratch.mcp_faults()
+    if faults:
+        pytest.fail("chats mcp was late:\n" + "\n".join(faults), pytrace=False)
 
 
 @pytest.fixture

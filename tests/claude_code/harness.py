@@ -39,6 +39,7 @@ CACHE = pathlib.Path(os.environ.get("CLAUDE_CHATS_TEST_CACHE", "~/.cache/claude-
 HERE = pathlib.Path(__file__).resolve().parent
 PROJECT_ROOT = HERE.parent.parent
 PROBE = HERE / "probe_hook.py"
+MCP_SERVER_NAME = "conversation-memory"
 API_KEY = "dummy"  # approved in ~/.claude.json by its last 20 characters (here: all of it)
 
 
@@ -486,6 +487,19 @@ class Scratch:
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline and self.processes():
                 time.sleep(0.1)
+
+    def mcp_faults(self) -> list[str]:
+        """What says ``chats mcp`` was late in this scratch's runs: a version negotiation probe that timed
+        out (the debug logs) or "still connecting" in a tool result (the transcripts). Each as one line."""
+        faults = []
+        for log in sorted(self.debug_dir.glob("*.log")):
+            for line in log.read_text(errors="replace").splitlines():
+                if f'MCP server "{MCP_SERVER_NAME}"' in line and "probe timed out" in line:
+                    faults.append(f"{log.name}: {line.strip()[:300]}")
+        for path in sorted(self.projects_dir().rglob("*.jsonl")) if self.projects_dir().exists() else ():
+            if "still connecting" in path.read_text(errors="replace"):
+                faults.append(f"{path.name}: a tool result says MCP servers are still connecting")
+        return faults
 
     def hook_log(self) -> str:
         p = self.chats_home / "logs" / "hook.log"
