@@ -5,6 +5,10 @@ scheduled job run. Library callers (tests, benchmarks) can pass the journal,
 provider and store themselves.
 """
 
+import contextlib
+import signal
+import threading
+
 from .. import config
 from ..errors import PostgresUnavailable, ProviderError
 from ..localstore import outbox
@@ -56,6 +60,25 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
             thing.close()
         if held is not None:
             held.release()
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """Within the block, SIGTERM stops the sync like Ctrl-C (``KeyboardInterrupt``): the run is
+    recorded and what it embedded stays in the journal, instead of the process vanishing.
+    For the entry points (``chats sync``, the background job); a no-op off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def redactor(settings, provider):
