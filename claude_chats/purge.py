@@ -35,31 +35,36 @@ def sync_purges(journal, store):
         return {"pushed": 0, "applied": 0}
     conn, jconn = store.conn, journal.conn
     pgpurge.ensure_tombstones(conn)
-    pushed = 0
+    pushed = deleted = 0
     for row in erase.queued(jconn):
-        pgpurge.purge_postgres(conn, Target(row["kind"], row["target"]), row["created_at"], machine_name())
+        counts = pgpurge.purge_postgres(conn, Target(row["kind"], row["target"]), row["created_at"], machine_name())
         jconn.execute("DELETE FROM purge_queue WHERE id = ?", (row["id"],))
-        pushed += 1
-    return {"pushed": pushed, "applied": apply_tombstones(jconn, conn)}
+        pushed, deleted = pushed + 1, deleted + counts["messages"] + counts["conversations"]
+    applied, removed = apply_tombstones(jconn, conn)
+    if deleted or removed:
+        pgpurge.scrub(conn)   # the deleted rows' bytes, out of the data directory as far as this role may
+    return {"pushed": pushed, "applied": applied}
 
 
 def apply_tombstones(jconn, conn):
-    """Apply Postgres' tombstones to the journal; returns how many removed something here."""
+    """Apply Postgres' tombstones to the journal: (how many removed something here, rows deleted
+    again in Postgres)."""
     seen = _seen(jconn)
-    applied, dirty, last = 0, False, seen
+    applied, removed, dirty, last = 0, 0, False, seen
     for tid, kind, value, created in pgpurge.tombstones(conn):
         target = Target(kind, value, pgpurge.iso_utc(created))
         counts = erase.purge_local(jconn, target, scrub_after=False)
         if counts["messages"]:
             applied, dirty = applied + 1, True
         if counts["messages"] or tid > seen:
-            pgpurge.delete_postgres(conn, target)
+            again = pgpurge.delete_postgres(conn, target)
+            removed += again["messages"] + again["conversations"]
         last = max(last, tid)
     if dirty:
         erase.scrub_file(jconn)
     if last != seen:
         db.set_state(jconn, SEEN_STATE, str(last))
-    return applied
+    return applied, removed
 
 
 def _seen(jconn):
@@ -77,6 +82,7 @@ class PurgeReport:
     postgres: str = "not configured"      # "purged", "queued", "not configured", "would purge"
     postgres_counts: dict = field(default_factory=dict)
     postgres_error: str = None
+    postgres_scrub: dict = field(default_factory=dict)   # pgstore.purge.scrub: {"done", "left"}
     scrubbed: bool = False
 
     def as_dict(self):
@@ -117,6 +123,12 @@ def _run(report, target, jconn, pg_conn, settings, dry_run):
         except Exception as exc:  # noqa: BLE001 - lost mid-way: the queue makes the next sync finish it
             report.postgres_error = f"{type(exc).__name__}: {exc}"
             pg_conn = None
+    if pg_conn is not None and any(report.postgres_counts.values()):
+        try:
+            report.postgres_scrub = pgpurge.scrub(pg_conn)
+        except Exception as exc:  # noqa: BLE001 - the rows are deleted; only the cleanup of their bytes failed
+            report.postgres_scrub = {"done": [], "left": [f"cleaning up the deleted rows failed: "
+                                                          f"{type(exc).__name__}: {exc}"]}
     if pg_conn is None and settings.database_url:
         erase.queue(jconn, target, created)
         report.postgres = "queued"
