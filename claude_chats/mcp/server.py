@@ -171,7 +171,7 @@ def _open_stores():
     # delay the answers to initialize and tools/list
     from ..stores import open_searcher
 
-    return open_searcher()
+    return open_searcher(for_model=True)   # what the tools return goes into the model's context: redacted
 
 
 def _call(ctx, action):

@@ -17,6 +17,7 @@ holding the old rows are left behind the redo point and removed, or renamed
 for reuse with ``wal_recycle = on``), and says what remains and why.
 """
 
+from dataclasses import replace
 from datetime import timezone
 
 import psycopg
@@ -69,13 +70,27 @@ def delete_postgres(conn, target):
     return {"conversations": conversations, "messages": messages}
 
 
-def purge_postgres(conn, target, created_at, machine=None):
-    """Delete ``target`` in Postgres and record its tombstone for the other machines."""
+def purge_postgres(conn, target, created_at, machine=None, clean=None):
+    """Delete ``target`` in Postgres and record its tombstone for the other machines.
+
+    ``clean`` (``redact.redact`` when sync redacts) is how a project path reaches Postgres: the
+    target is deleted as typed and as stored, and the tombstone keeps the stored form, so no
+    secret in a folder name reaches Postgres through a purge either."""
     ensure_tombstones(conn)
     counts = delete_postgres(conn, target)
+    stored = as_stored(target, clean)
+    if stored != target:
+        counts = {k: v + w for (k, v), w in zip(counts.items(), delete_postgres(conn, stored).values())}
     conn.execute("INSERT INTO purges (kind, target, created_at, machine) VALUES (%s, %s, %s, %s)",
-                 (target.kind, target.value, created_at, machine))
+                 (stored.kind, stored.value, created_at, machine))
     return counts
+
+
+def as_stored(target, clean):
+    """``target`` as Postgres holds it: a project path through ``clean`` (session ids are kept)."""
+    if clean is None or target.kind != "project":
+        return target
+    return replace(target, value=clean(target.value))
 
 
 def tombstones(conn):

@@ -32,7 +32,8 @@ PER_SESSION = 2        # at most this many hits from one session
 CONTEXT = 2            # neighbouring messages either side of a hit
 TEXT_CHARS = 700       # matched text per hit
 NEIGHBOUR_CHARS = 200  # each neighbouring message, as a hit shows it
-NEIGHBOUR_READ = 300   # ... as a store reads it (whitespace collapsed, then cut), before the hit shortens it
+NEIGHBOUR_READ = 1200  # ... as a store reads it (whitespace collapsed, then cut), before the hit shortens it:
+                       # 1,000 past what is shown, so a secret the cut would halve is still redacted whole
 MAX_CHARS = 12_000     # the whole result, as JSON
 ROLES = ("user", "assistant", "system")
 LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}   # weighted RRF: the vector leg counts half

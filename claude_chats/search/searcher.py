@@ -22,14 +22,14 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import transcript
 from ..errors import ConfigError, PostgresUnavailable, ProviderError, SearchError, SessionNotFound, SpaceMismatchError
 from ..models import Space, check_canary, is_remote
 from ..models.recipe import same_model
 from ..models.spaces import mismatch_error
-from ..redact import redact
+from ..redact import redact, redacted_span
 from ..times import iso
 from .core import (
     CANDIDATES,
@@ -183,9 +183,11 @@ class Searcher:
     embedding provider; it is called on the first search that needs vectors.
     """
 
-    def __init__(self, local=None, remote=None, provider_factory=None, redact=False):
+    def __init__(self, local=None, remote=None, provider_factory=None, redact=False, redact_results=False):
         self.local, self.remote, self.provider_factory = local, remote, provider_factory
-        self.redact = redact  # secrets out of queries sent to a remote embedding API
+        self.redact = redact  # secrets out of queries sent to a remote embedding API (and sync redacts Postgres)
+        # secrets out of what is returned (the MCP tools: results go into the model's context), from either store
+        self.redact_results = redact_results
         self._provider = None
         self._canaries = {}
         self._lock = threading.RLock()
@@ -252,7 +254,8 @@ class Searcher:
         searching = time.perf_counter()
         # web-search syntax asks for exactly these words: nothing is lent to a message without them
         syntax = request.match is None and request.mode == "fulltext" and SYNTAX.search(request.query)
-        plan = Plan(request.query, legs, request.filters, vector, space_id, request.candidates, request.rrf_k,
+        filters = replace(request.filters, project_path=self._project_in(backend, request.filters.project_path))
+        plan = Plan(request.query, legs, filters, vector, space_id, request.candidates, request.rrf_k,
                     "all" if syntax else request.match or "any", request.weights, 0 if syntax else request.neighbours)
         found = backend.candidates(plan)
         if not found and request.match is None and plan.match == "all" and len(query_terms(request.query)) > 1:
@@ -262,8 +265,12 @@ class Searcher:
                 notes.append("no message has all the words: these have some of them")
         picked = cap_per_session(found, request.per_session, request.limit)
         rows = backend.hydrate([c.key for c in picked])
+        if self.redact_results:
+            picked, rows = _redacted_hits(picked, rows)
         places = [(rows[c.key]["session_id"], rows[c.key]["seq"]) for c in picked if c.key in rows]
         context = backend.neighbours(places, request.context) if request.context and places else {}
+        if self.redact_results:
+            context = {place: [{**n, "text": redact(n["text"])} for n in around] for place, around in context.items()}
         hits = [Hit(c, rows[c.key], context.get((rows[c.key]["session_id"], rows[c.key]["seq"]), []),
                     backend.source) for c in picked if c.key in rows]
         done = time.perf_counter()
@@ -274,6 +281,12 @@ class Searcher:
         if not hits:
             head["notes"].append(_nothing_found(request))
         return render(head, hits, query_terms(request.query) if "fulltext" in legs else (), request.max_chars)
+
+    def _project_in(self, backend, project_path):
+        """A project filter as ``backend`` stores the path: Postgres gets paths redacted when sync redacts."""
+        if project_path and self.redact and backend.source == "postgres":
+            return redact(project_path)
+        return project_path
 
     def _legs(self, backend, request, notes):
         """The legs to run on ``backend``, the query vector and the space id (None, None for full text)."""
@@ -362,29 +375,31 @@ class Searcher:
                      max_chars=20_000, message_chars=4_000):
         """A page of one conversation with its totals; ``next_start_seq`` when more follows."""
         kinds = tuple(kinds) if kinds else transcript.CONVERSATION_KINDS
+        clean = redact if self.redact_results else None
         with self._lock:
             return self._each_backend(lambda backend, notes: _page(
-                backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars),
+                backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean),
                 missing_ok=True)
 
     def recent_sessions(self, limit=10, project_path=None, include_subagents=False):
         """The most recent conversations, newest first."""
         project = project_path.rstrip("/") or "/" if project_path else None
+        clean = redact if self.redact_results else None
         with self._lock:
             return self._each_backend(lambda backend, notes: {
                 "source": backend.source, "notes": list(notes),
-                "sessions": [_session_dict(s) for s in backend.sessions(limit, project, include_subagents)]})
+                "sessions": [_session_dict(s, clean) for s in backend.sessions(
+                    limit, self._project_in(backend, project), include_subagents)]})
 
 
-def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars):
+def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean=None):
     session = backend.session(session_id)
     start = 0 if start_seq is None else max(0, int(start_seq))
     rows = backend.messages(session_id, start, end_seq, kinds, max(1, min(int(limit), 500)) + 1)
     more = len(rows) > limit
     rows, used, messages = rows[:limit], 0, []
     for row in rows:
-        text = row["content"] if len(row["content"]) <= message_chars else (
-            row["content"][:message_chars] + f"… [{len(row['content']) - message_chars} more characters]")
+        text = _message_text(row["content"], message_chars, clean)
         if messages and used + len(text) > max_chars:
             more = True
             break
@@ -392,13 +407,50 @@ def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_char
         messages.append({"seq": row["seq"], "role": row["role"], "kind": row["kind"],
                          "timestamp": iso(row["timestamp"]), "text": text})
     last = messages[-1]["seq"] if messages else None
-    return {"source": backend.source, "notes": list(notes), "session": _session_dict(session),
+    return {"source": backend.source, "notes": list(notes), "session": _session_dict(session, clean),
             "messages": messages, "returned": len(messages),
             "next_start_seq": last + 1 if more and last is not None else None}
 
 
-def _session_dict(row):
-    return {**row, "started_at": iso(row.get("started_at")), "last_at": iso(row.get("last_at"))}
+REDACT_MARGIN = 1000   # characters redacted past a cut, so a secret the cut would halve is still found whole
+_NAMES = ("name", "session_name", "project_path", "git_branch")   # text a row carries beside the content
+
+
+def _message_text(content, limit, clean=None):
+    """A message as a page shows it: whole, or its first ``limit`` characters and how many more;
+    ``clean`` (redaction) runs on what is shown and ``REDACT_MARGIN`` beyond it."""
+    if clean is not None:
+        shown = clean(content[:limit + REDACT_MARGIN])
+        if len(content) <= limit + REDACT_MARGIN and len(shown) <= limit:
+            return shown
+        return shown[:limit] + f"… [{max(0, len(content) - limit)} more characters]"
+    if len(content) <= limit:
+        return content
+    return content[:limit] + f"… [{len(content) - limit} more characters]"
+
+
+def _cleaned(row, clean):
+    """``row`` with its names, project path and branch through ``clean`` (None: as it is)."""
+    if clean is None:
+        return row
+    return {**row, **{k: clean(row[k]) for k in _NAMES if isinstance(row.get(k), str) and row[k]}}
+
+
+def _redacted_hits(picked, rows):
+    """Hits as the model may see them: each message redacted whole (its matched chunk moved onto the
+    redacted text), its session's name, project path and branch too."""
+    out = {key: _cleaned({**row, "content": redact(row["content"])}, redact) for key, row in rows.items()}
+    moved = []
+    for c in picked:
+        row = rows.get(c.key)
+        if c.chunk and row is not None and out[c.key]["content"] != row["content"]:
+            c = replace(c, chunk=redacted_span(row["content"], *c.chunk))
+        moved.append(c)
+    return moved, out
+
+
+def _session_dict(row, clean=None):
+    return {**_cleaned(row, clean), "started_at": iso(row.get("started_at")), "last_at": iso(row.get("last_at"))}
 
 
 def _space_of(row):

@@ -148,19 +148,22 @@ class Syncer:
             check_canary(space, stored, self.provider)
 
     def _outgoing(self, conversations):
-        """Conversations as Postgres gets them: names redacted like message text.
+        """Conversations as Postgres gets them: name, project path and git branch redacted like
+        message text (a token pasted into a folder or branch name is a secret too).
 
         The journal's own rows keep the original (marking compares against them).
         """
         if self.redact is None:
             return conversations
-        return [c._replace(name=self.redact(c.name)) if c.name else c for c in conversations]
+        clean = lambda value: self.redact(value) if value else value  # noqa: E731
+        return [c._replace(name=clean(c.name), project_path=clean(c.project_path), git_branch=clean(c.git_branch))
+                for c in conversations]
 
     def _sync_purges(self):
         """Purges queued here go to Postgres; every machine's tombstones apply here, before pushing
         (and again after: a purge made during the run is undone in Postgres if the run pushed it)."""
         if self.store is not None:
-            counts = self._pg(sync_purges, self.journal, self.store)
+            counts = self._pg(sync_purges, self.journal, self.store, self.redact)
             self.report.purges = {k: self.report.purges.get(k, 0) + v for k, v in counts.items()}
 
     def _maybe_defer_index(self):
