@@ -47,6 +47,7 @@ the local journal; no vectors yet: full text only)."""
 
 Kind = Literal[transcript.KINDS]
 OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
+CLOSE_WAIT = 1.0   # seconds the shutdown waits for the warm-up to finish
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 MAX_SEQ = 2**63 - 1   # SQLite integers are 64-bit
@@ -161,7 +162,9 @@ class Opening:
 
     def close(self):
         self._wanted.set()
-        self._thread.join()
+        self._opened.wait()
+        # the warm-up may still wait on a silent embedding server: do not hold the shutdown for it
+        self._thread.join(CLOSE_WAIT)
         if self._searcher is not None:
             self._searcher.close()
 

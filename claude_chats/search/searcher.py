@@ -31,6 +31,7 @@ from ..models.recipe import same_model
 from ..models.spaces import mismatch_error
 from ..redact import redact, redacted_span
 from ..times import iso
+from .guard import ProviderGuard, networked
 from .core import (
     CANDIDATES,
     CONTEXT,
@@ -150,6 +151,7 @@ class Request:
     match: str | None = None       # None: "any" word, web-search syntax when the query uses it (full text)
     vector: object = None
     embed_ms: float = 0.0
+    until: float | None = None     # monotonic time by which the provider must have answered (MCP)
 
     @classmethod
     def build(cls, query, limit=5, mode="hybrid", per_session=PER_SESSION, context=CONTEXT, candidates=None,
@@ -183,41 +185,57 @@ class Searcher:
     embedding provider; it is called on the first search that needs vectors.
     """
 
-    def __init__(self, local=None, remote=None, provider_factory=None, redact=False, redact_results=False):
+    def __init__(self, local=None, remote=None, provider_factory=None, redact=False, redact_results=False,
+                 provider_deadline=None):
         self.local, self.remote, self.provider_factory = local, remote, provider_factory
         self.redact = redact  # secrets out of queries sent to a remote embedding API (and sync redacts Postgres)
         # secrets out of what is returned (the MCP tools: results go into the model's context), from either store
         self.redact_results = redact_results
-        self._provider = None
+        # seconds a search waits for a network embedding provider (MCP), None: as long as it takes
+        self._guard = ProviderGuard(provider_factory, provider_deadline)
         self._canaries = {}
         self._lock = threading.RLock()
 
     def _outgoing(self, query):
         """The query as the provider may see it: redacted when it leaves the machine."""
-        if self.redact and is_remote(self._provider):
+        if self.redact and is_remote(self._guard.provider):
             return redact(query)
         return query
 
     def warm(self):
-        """Load what the first search would need: the embedding model and the journal's vector index."""
-        with self._lock:
-            try:
-                provider = self._get_provider()
-            except (ProviderError, ConfigError):
-                return  # the first search says why
-            if self.local is not None and hasattr(self.local, "warm"):
-                self.local.warm(provider.space.key)
+        """Load what the first search would need: the embedding model and the journal's vector index.
+
+        A network provider is asked its space without the search lock (a silent server must not
+        hold searches; they answer from full text meanwhile); an in-process model loads under it."""
+        try:
+            provider = self._guard.get()
+            if networked(provider):
+                key = self._guard.call("for its embedding space", lambda p: p.space.key, wait=WARM_WAIT)
+                with self._lock:
+                    self._warm_local(key)
+                return
+            with self._lock:
+                self._warm_local(self._guard.call("for its embedding space", lambda p: p.space.key))
+        except (ProviderError, ConfigError):
+            return  # the first search says why
+
+    def _warm_local(self, key):
+        if self.local is not None and hasattr(self.local, "warm"):
+            self.local.warm(key)
 
     def close(self):
-        for thing in (self.remote, self.local, self._provider):
+        for thing in (self.remote, self.local):
             if thing is not None and hasattr(thing, "close"):
                 thing.close()
+        self._guard.close()
 
     # -- searching -------------------------------------------------------------------
 
     def search(self, query, **options):
         """Search the stored conversations; ``options`` are ``Request.build``'s and ``Filters.build``'s."""
         request = Request.build(query, **options)
+        if self._guard.deadline is not None:
+            request.until = time.monotonic() + self._guard.deadline
         with self._lock:
             return self._each_backend(lambda backend, notes: self._search(backend, request, notes))
 
@@ -292,13 +310,14 @@ class Searcher:
         """The legs to run on ``backend``, the query vector and the space id (None, None for full text)."""
         if request.mode == "fulltext":
             return ("fulltext",), None, None
-        space = self._space(backend, request.mode, notes)
+        space = self._space(backend, request.mode, notes, request)
         if space is None:
             return ("fulltext",), None, None
         if request.vector is None:
             started = time.perf_counter()
             try:
-                request.vector = self._provider.embed_query(self._outgoing(request.query))
+                request.vector = self._guard.call("the query", lambda p: p.embed_query(self._outgoing(request.query)),
+                                                  _left(request))
             except ProviderError as exc:
                 if request.mode == "semantic":
                     raise SearchError(f"the embedding model failed, semantic search cannot run: {exc}. "
@@ -309,13 +328,13 @@ class Searcher:
         legs = ("semantic",) if request.mode == "semantic" else LEGS
         return legs, request.vector, space["id"]
 
-    def _space(self, backend, mode, notes):
+    def _space(self, backend, mode, notes, request=None):
         """The backend's row of the configured space, checked against the model; None: full text only."""
         if not backend.spaces():  # nothing embedded yet: no need to load a model to find that out
             return self._no_vectors(backend, mode, notes, "any embedding model")
         try:
-            provider = self._get_provider()
-            configured = provider.space           # a remote model may be asked its dimensions here
+            # a remote model may be asked its dimensions here
+            configured = self._guard.call("for its embedding space", lambda p: p.space, _left(request))
         except (ProviderError, ConfigError) as exc:
             return self._unavailable(mode, notes, exc)
         row = backend.space(configured.key)
@@ -326,7 +345,7 @@ class Searcher:
                 raise mismatch_error(others, configured, "no vectors were stored with the configured model")
             return self._no_vectors(backend, mode, notes, configured.describe(), rebuilding)
         try:
-            self._check_canary(backend.source, row, provider)   # embeds the canary sentence once
+            self._check_canary(backend.source, row, request)   # embeds the canary sentence once
         except ProviderError as exc:
             return self._unavailable(mode, notes, exc)
         return row
@@ -347,14 +366,7 @@ class Searcher:
             raise SearchError(f"{what}: run `chats sync` to embed the conversations, or use mode='fulltext'.")
         notes.append(f"{what} (run `chats sync`): hybrid ran full text only")
 
-    def _get_provider(self):
-        if self._provider is None:
-            if self.provider_factory is None:
-                raise ConfigError("no embedding provider configured")
-            self._provider = self.provider_factory()
-        return self._provider
-
-    def _check_canary(self, source, row, provider):
+    def _check_canary(self, source, row, request=None):
         """Refuse vectors the configured model does not reproduce (checked once per stored canary)."""
         canary = row["canary"]
         if canary is None:
@@ -362,7 +374,8 @@ class Searcher:
         key = (source, row["id"], canary.tobytes())
         if key not in self._canaries:
             try:
-                check_canary(_space_of(row), canary, provider)
+                self._guard.call("the canary sentence", lambda p: check_canary(_space_of(row), canary, p),
+                                 _left(request))
                 self._canaries[key] = None
             except SpaceMismatchError as exc:
                 self._canaries[key] = exc
@@ -390,6 +403,15 @@ class Searcher:
                 "source": backend.source, "notes": list(notes),
                 "sessions": [_session_dict(s, clean) for s in backend.sessions(
                     limit, self._project_in(backend, project), include_subagents)]})
+
+
+WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)
+
+
+def _left(request):
+    """Seconds left of a request's provider budget (None: no budget, wait as the provider does)."""
+    until = getattr(request, "until", None)
+    return None if until is None else max(0.0, until - time.monotonic())
 
 
 def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean=None):
