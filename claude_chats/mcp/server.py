@@ -19,6 +19,7 @@ from pydantic import Field
 
 from .. import transcript
 from ..errors import ClaudeChatsError
+from ..search import bounds
 from ..search.core import MAX_CHARS
 
 NAME = "conversation-memory"
@@ -51,6 +52,7 @@ CLOSE_WAIT = 1.0   # seconds the shutdown waits for the warm-up to finish
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 MAX_SEQ = 2**63 - 1   # SQLite integers are 64-bit
+LIST_MAX_CHARS = 20_000   # list_recent_sessions' default budget
 
 
 def create_server(open_searcher=None):
@@ -114,11 +116,13 @@ def create_server(open_searcher=None):
         project_path: Annotated[str | None, Field(
             description="Only this project folder and its sub-folders (absolute path).")] = None,
         include_subagents: bool = False,
+        max_chars: Annotated[int, Field(ge=1000, le=200_000,
+                                        description="Size budget of the whole result.")] = LIST_MAX_CHARS,
     ) -> dict:
         """The most recent conversations, newest first: session id, name, project, branch,
         started_at, last_at (last message), message_count, machine. Use a session id with
         get_conversation, or as search_memory's session_id filter."""
-        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents))
+        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents, max_chars=max_chars))
 
     return server
 
@@ -182,7 +186,7 @@ def _call(ctx, action):
     try:
         return action(ctx.lifespan_context["searcher"].get())
     except ClaudeChatsError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(bounds.cut(str(exc), bounds.ERROR_CHARS)) from None   # an id echoed back stays small
     except UnicodeEncodeError:
         # A JSON escape of a lone surrogate ("\\ud800") cannot be matched against UTF-8 text.
         raise ToolError("an argument is not valid Unicode text (a lone surrogate); send UTF-8 text") from None

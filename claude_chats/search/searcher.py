@@ -31,6 +31,7 @@ from ..models.recipe import same_model
 from ..models.spaces import mismatch_error
 from ..redact import redact, redacted_span
 from ..times import iso
+from . import bounds
 from .guard import ProviderGuard, networked
 from .core import (
     CANDIDATES,
@@ -90,12 +91,13 @@ class Hit:
     context: list      # neighbours: [{"seq", "role", "kind", "text"}]
     source: str
 
-    def as_dict(self, terms=(), text_chars=TEXT_CHARS, neighbour_chars=NEIGHBOUR_CHARS):
+    def as_dict(self, terms=(), text_chars=TEXT_CHARS, neighbour_chars=NEIGHBOUR_CHARS, name_chars=bounds.NAME_CHARS):
         row, c = self.row, self.candidate
         chunk = {"start": c.chunk[0], "end": c.chunk[1]} if c.chunk else None
         return {
-            "session_id": row["session_id"], "session_name": row["session_name"],
-            "project_path": row["project_path"], "git_branch": row["git_branch"],
+            "session_id": row["session_id"], "session_name": bounds.cut(row["session_name"], name_chars),
+            "project_path": bounds.cut(row["project_path"], name_chars),
+            "git_branch": bounds.cut(row["git_branch"], name_chars),
             "role": row["role"], "kind": row["kind"], "seq": row["seq"], "timestamp": iso(row["timestamp"]),
             "uuid": row["uuid"], "is_subagent": bool(row["is_subagent"]),
             "text": excerpt(row["content"], terms, c.chunk, text_chars), "chars": len(row["content"]),
@@ -112,22 +114,27 @@ def _round(value):
 
 
 def render(head, hits, terms, max_chars):
-    """The result dict, shrinking text and then dropping the last hits until it fits ``max_chars``."""
-    text_chars, neighbour_chars = TEXT_CHARS, NEIGHBOUR_CHARS
+    """The result dict within ``max_chars`` (as JSON): the text of the hits shrunk first, then their
+    neighbours, their long names, then the last hits dropped; ``bounds.squeeze`` if even that is too much."""
+    text_chars, neighbour_chars, name_chars = TEXT_CHARS, NEIGHBOUR_CHARS, bounds.NAME_CHARS
+    head = {**head, "query": bounds.cut(head["query"], bounds.QUERY_ECHO),
+            "notes": [bounds.cut(n, bounds.NOTE_CHARS) for n in head["notes"]]}
     while True:
-        result = {**head, "hits": [h.as_dict(terms, text_chars, neighbour_chars) for h in hits],
+        result = {**head, "hits": [h.as_dict(terms, text_chars, neighbour_chars, name_chars) for h in hits],
                   "truncated": head.get("truncated", False)}
-        if not max_chars or len(json.dumps(result, ensure_ascii=False, default=str)) <= max_chars:
+        if not max_chars or bounds.size(result) <= max_chars:
             return result
         head = {**head, "truncated": True}
         if text_chars > 160:
             text_chars, neighbour_chars = int(text_chars * 0.6), int(neighbour_chars * 0.6)
         elif neighbour_chars:
             neighbour_chars = 0
+        elif name_chars > 40:
+            name_chars //= 2
         elif len(hits) > 1:
             hits = hits[:-1]
         else:
-            return result
+            return bounds.squeeze(result, max_chars)
 
 
 # -- the searcher ------------------------------------------------------------------------
@@ -149,6 +156,7 @@ class Request:
     weights: dict = field(default_factory=lambda: dict(LEG_WEIGHTS))
     neighbours: float = NEIGHBOUR_WEIGHT
     match: str | None = None       # None: "any" word, web-search syntax when the query uses it (full text)
+    query_chars: int = 0           # the length of a query cut to ``bounds.MAX_QUERY_CHARS`` (0: not cut)
     vector: object = None
     embed_ms: float = 0.0
     until: float | None = None     # monotonic time by which the provider must have answered (MCP)
@@ -172,8 +180,10 @@ class Request:
         if min(weights.values()) < 0 or float(neighbours) < 0:
             raise SearchError("leg weights and the neighbours' weight must not be negative")
         candidates = max(int(candidates or CANDIDATES), limit * 4)
-        return cls(query.strip(), limit, mode, Filters.build(**filters), max(0, int(per_session or 0)),
-                   max(0, min(int(context), 10)), candidates, ks, max_chars, weights, float(neighbours), match)
+        text, cut_from = bounds.cap_query(query.strip())
+        return cls(text, limit, mode, Filters.build(**filters), max(0, int(per_session or 0)),
+                   max(0, min(int(context), 10)), candidates, ks, max_chars, weights, float(neighbours), match,
+                   cut_from)
 
 
 class Searcher:
@@ -296,6 +306,9 @@ class Searcher:
                 "notes": list(notes), "timings_ms": {"embed": round(request.embed_ms, 2),
                                                      "search": round((done - searching) * 1e3, 2),
                                                      "total": round((done - started) * 1e3, 2)}}
+        if request.query_chars:
+            head["notes"].insert(0, f"the query was cut to its first {len(request.query):,} of "
+                                    f"{request.query_chars:,} characters (what is searched)")
         if not hits:
             head["notes"].append(_nothing_found(request))
         return render(head, hits, query_terms(request.query) if "fulltext" in legs else (), request.max_chars)
@@ -394,15 +407,14 @@ class Searcher:
                 backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean),
                 missing_ok=True)
 
-    def recent_sessions(self, limit=10, project_path=None, include_subagents=False):
-        """The most recent conversations, newest first."""
+    def recent_sessions(self, limit=10, project_path=None, include_subagents=False, max_chars=None):
+        """The most recent conversations, newest first (within ``max_chars`` as JSON: the oldest left out)."""
         project = project_path.rstrip("/") or "/" if project_path else None
         clean = redact if self.redact_results else None
         with self._lock:
-            return self._each_backend(lambda backend, notes: {
-                "source": backend.source, "notes": list(notes),
-                "sessions": [_session_dict(s, clean) for s in backend.sessions(
-                    limit, self._project_in(backend, project), include_subagents)]})
+            return self._each_backend(lambda backend, notes: _listing(
+                backend.source, notes, [_session_dict(s, clean) for s in backend.sessions(
+                    limit, self._project_in(backend, project), include_subagents)], max_chars))
 
 
 WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)
@@ -415,23 +427,49 @@ def _left(request):
 
 
 def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean=None):
-    session = backend.session(session_id)
+    """A page within ``max_chars`` as JSON: messages while they fit; a first message too long for the
+    page is cut to what is left (the next page starts after it)."""
+    session = bounds.names_cut(_session_dict(backend.session(session_id), clean))
     start = 0 if start_seq is None else max(0, int(start_seq))
     rows = backend.messages(session_id, start, end_seq, kinds, max(1, min(int(limit), 500)) + 1)
     more = len(rows) > limit
-    rows, used, messages = rows[:limit], 0, []
-    for row in rows:
-        text = _message_text(row["content"], message_chars, clean)
-        if messages and used + len(text) > max_chars:
-            more = True
-            break
-        used += len(text) + 80
-        messages.append({"seq": row["seq"], "role": row["role"], "kind": row["kind"],
-                         "timestamp": iso(row["timestamp"]), "text": text})
+    page = {"source": backend.source, "notes": [bounds.cut(n, bounds.NOTE_CHARS) for n in notes],
+            "session": session, "messages": [], "returned": 0, "next_start_seq": None}
+    used, messages = bounds.size(page) + 40, page["messages"]     # 40: room for the counts
+    for row in rows[:limit]:
+        message = {"seq": row["seq"], "role": row["role"], "kind": row["kind"], "timestamp": iso(row["timestamp"]),
+                   "text": _message_text(row["content"], message_chars, clean)}
+        cost = bounds.size(message) + 2
+        if max_chars and used + cost > max_chars:
+            room = max_chars - used - (cost - bounds.size(message["text"]))
+            if messages or room < 200:
+                more = True
+                break
+            message["text"] = bounds.cut_json(message["text"], room)
+            cost = bounds.size(message) + 2
+        used += cost
+        messages.append(message)
     last = messages[-1]["seq"] if messages else None
-    return {"source": backend.source, "notes": list(notes), "session": _session_dict(session, clean),
-            "messages": messages, "returned": len(messages),
-            "next_start_seq": last + 1 if more and last is not None else None}
+    page["returned"] = len(messages)
+    page["next_start_seq"] = last + 1 if more and last is not None else None
+    return bounds.squeeze(page, max_chars)
+
+
+def _listing(source, notes, sessions, max_chars):
+    """``list_recent_sessions``' answer within ``max_chars`` as JSON: the oldest sessions left out."""
+    out = {"source": source, "notes": [bounds.cut(n, bounds.NOTE_CHARS) for n in notes], "sessions": [],
+           "truncated": False}
+    used = bounds.size(out) + 200                                  # 200: room for the note below
+    for index, session in enumerate(sessions):
+        item = bounds.names_cut(session)
+        cost = bounds.size(item) + 2
+        if max_chars and used + cost > max_chars:
+            out["truncated"] = True
+            out["notes"].append(f"{len(sessions) - index} older session(s) left out to fit max_chars")
+            break
+        used += cost
+        out["sessions"].append(item)
+    return bounds.squeeze(out, max_chars)
 
 
 REDACT_MARGIN = 1000   # characters redacted past a cut, so a secret the cut would halve is still found whole
