@@ -22,6 +22,7 @@ import psycopg
 from .. import faults
 from ..errors import PostgresUnavailable
 from ..records import PushResult
+from ..search.core import word_count
 from . import connect as pg
 from . import migrations
 from . import url as dburl
@@ -37,7 +38,8 @@ CREATE TEMP TABLE push_conversations (
     parent_session_id text, agent_id text, machine text, updated_at text
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_messages (
-    message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text
+    message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text,
+    content_words integer
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_chunks (
     message_uuid text, chunk_index integer, start_char integer, end_char integer, embedding vector
@@ -45,7 +47,7 @@ CREATE TEMP TABLE push_chunks (
 """
 
 _CONVERSATION_TYPES = ["text"] * 10
-_MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text"]
+_MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text", "int4"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
 
 # Newest journal version (by updated_at; the later push on a tie) wins for the
@@ -89,8 +91,8 @@ WHERE {_changed("conversations", "excluded")}
 """
 
 _INSERT_MESSAGES = """
-INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num)
-SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz, t.seq
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, content_words)
+SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz, t.seq, t.content_words
 FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
 ON CONFLICT DO NOTHING
 """
@@ -100,9 +102,9 @@ ON CONFLICT DO NOTHING
 # uuids; those messages go after the conversation's last one instead of
 # being lost.
 _INSERT_RENUMBERED = """
-INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num)
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, content_words)
 SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz,
-       top.seq + row_number() OVER (PARTITION BY c.id ORDER BY t.seq)
+       top.seq + row_number() OVER (PARTITION BY c.id ORDER BY t.seq), t.content_words
 FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
 CROSS JOIN LATERAL (SELECT coalesce(max(sequence_num), -1) AS seq FROM messages m
                     WHERE m.conversation_id = c.id) top
@@ -125,6 +127,11 @@ SELECT m.id, t.chunk_index, t.start_char, t.end_char, t.embedding
 FROM push_chunks t CROSS JOIN LATERAL (SELECT id FROM messages m WHERE m.message_uuid = t.message_uuid LIMIT 1) m
 ON CONFLICT (message_id, chunk_index) DO NOTHING
 """
+
+
+def message_rows(messages):
+    """``records.Message``s as ``push_messages`` rows: each with its length in words, for bm25."""
+    return [(*m, word_count(m.content)) for m in messages]
 
 
 def vector_table(space_id):
@@ -349,7 +356,7 @@ class PgStore:
             # No JIT (where the server has it): with no statistics on the temporary tables
             # the planner guesses thousands of rows and would compile every batch's statements.
             cur.execute("SET LOCAL jit = off")
-            self._copy(cur, "push_messages", _MESSAGE_TYPES, batch.messages)
+            self._copy(cur, "push_messages", _MESSAGE_TYPES, message_rows(batch.messages))
             messages = cur.execute(_INSERT_MESSAGES).rowcount
             if messages < len(batch.messages):
                 messages += cur.execute(_INSERT_RENUMBERED).rowcount

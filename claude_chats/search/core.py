@@ -155,11 +155,13 @@ def cap_per_session(candidates, per_session, limit):
 
 # -- query words -------------------------------------------------------------------------
 
+# Postgres' english stop words (tsearch_data/english.stop), and "could": what neither store searches
+# for, so that a query looks for the same words in both (a word Postgres drops must not count in the journal)
 STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before
-being below between both but by can could did do does doing down during each few for from further had has
+being below between both but by can could did do does doing don down during each few for from further had has
 have having he her here hers herself him himself his how i if in into is it its itself just me more most my
-myself no nor not now of off on once only or other our ours ourselves out over own same she should so some
-such than that the their theirs them themselves then there these they this those through to too under until
+myself no nor not now of off on once only or other our ours ourselves out over own s same she should so some
+such t than that the their theirs them themselves then there these they this those through to too under until
 up very was we were what when where which while who whom why will with you your yours yourself yourselves
 """.split())
 
@@ -176,6 +178,13 @@ def query_terms(text):
 
 MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+")   # what FTS5's unicode61 tokenizer counts as a token
+
+
+def word_count(text):
+    """The tokens of ``text`` as the journal's FTS5 tokenizer (unicode61) counts them: bm25's
+    document length, which Postgres stores with each message so that both stores rank alike."""
+    return sum(1 for _ in _TOKEN.finditer(text or ""))
 
 
 def terms(text):
@@ -194,6 +203,37 @@ def any_words(text):
     """The words an any-word full-text query looks for (both stores): the query's terms, split
     and deduplicated as the journal's FTS5 tokenizer splits them."""
     return terms(" ".join(query_terms(text)))
+
+
+_WEB_TOKEN = re.compile(r'(-?)"([^"]*)"?|(-?)([^\s"]+)')
+
+
+def web_query(text):
+    """A query in web-search syntax as both stores read it: ``(groups, negatives)``.
+
+    Words are ANDed; ``"a phrase"`` is one item; ``or`` between two items makes them one
+    group (either will do); ``-word`` / ``-"a phrase"`` excludes. An item is a tuple of
+    ``terms`` (a phrase: its words in order). A group of one English stopword is dropped,
+    unless nothing else is left. The journal writes this as FTS5 syntax, Postgres as a tsquery.
+    """
+    groups, negatives, joined = [], [], False
+    for neg_q, phrase, neg_w, word in _WEB_TOKEN.findall(text or ""):
+        raw = phrase or word
+        if not phrase and raw.lower() == "or":
+            joined = bool(groups)
+            continue
+        item = tuple(terms(raw))
+        if not item:
+            continue
+        if neg_q or neg_w:
+            negatives.append(item)
+        elif joined:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+        joined = False
+    kept = [g for g in groups if len(g) > 1 or len(g[0]) > 1 or g[0][0].lower() not in STOPWORDS]
+    return kept or groups, negatives
 
 
 def selective(words, counts, total, budget=MATCH_ROWS):
