@@ -175,6 +175,7 @@ class PgSearch:
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
         self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
         self._stats, self._stats_at = None, float("-inf")
+        self._coverage = {}
 
     def close(self):
         self.conn.close()
@@ -288,6 +289,14 @@ class PgSearch:
             self._stats = (max(total, 1), max(float(mean[0][0] or 1.0), 1.0))
             self._stats_at = time.monotonic()
         return self._stats
+
+    def coverage(self, space_id):
+        """(messages with vectors of the space, messages), kept ``STATS_TTL`` seconds."""
+        cached = self._coverage.get(space_id)
+        if cached is None or time.monotonic() - cached[0] >= STATS_TTL:
+            embedded = self._rows(f"SELECT count(DISTINCT message_id) FROM {store.vector_table(space_id)}")[0][0]
+            cached = self._coverage[space_id] = (time.monotonic(), (embedded, self._text_stats()[0]))
+        return cached[1]
 
     def _semantic_cte(self, plan, where, params):
         dimensions = len(plan.vector)

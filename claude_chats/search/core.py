@@ -42,6 +42,7 @@ NEIGHBOUR_WEIGHT = 0.35   # ... at this fraction (0: none)
 FULLTEXT_POOL = 5         # x a leg's candidates: the top full-text matches that lend to their neighbours
 MATCH_ROWS = 2000         # "any word" matches at most about this many messages (see ``selective``)
 MATCHES = ("all", "any")
+COVERAGE_NOTE = 0.9       # below this share of messages with vectors, a search that ran vectors says so
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,9 @@ class Backend(Protocol):
 
     def spaces(self):
         """Every space that holds vectors."""
+
+    def coverage(self, space_id):
+        """(messages holding vectors of the space, messages stored)."""
 
     def candidates(self, plan):
         """[Candidate] fused and ordered (a ``Plan`` with one leg: that leg's order)."""

@@ -36,6 +36,7 @@ from .guard import ProviderGuard, networked
 from .core import (
     CANDIDATES,
     CONTEXT,
+    COVERAGE_NOTE,
     LEG_WEIGHTS,
     LEGS,
     MATCHES,
@@ -339,6 +340,7 @@ class Searcher:
                 return ("fulltext",), None, None
             request.embed_ms = (time.perf_counter() - started) * 1e3
         legs = ("semantic",) if request.mode == "semantic" else LEGS
+        _coverage_note(backend, space["id"], notes)
         return legs, request.vector, space["id"]
 
     def _space(self, backend, mode, notes, request=None):
@@ -418,6 +420,16 @@ class Searcher:
 
 
 WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)
+
+
+def _coverage_note(backend, space_id, notes):
+    """A note when many messages have no vectors yet: the semantic leg cannot find those."""
+    if not hasattr(backend, "coverage"):
+        return
+    embedded, total = backend.coverage(space_id)
+    if total and embedded < COVERAGE_NOTE * total:
+        notes.append(f"{embedded:,} of {total:,} messages ({100 * embedded / total:.0f}%) have vectors in the "
+                     f"{backend.source} store: the others are found by their words only (`chats sync` embeds them)")
 
 
 def _left(request):
