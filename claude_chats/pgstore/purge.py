@@ -116,12 +116,15 @@ def scrub(conn):
         if _vacuum(conn, f"VACUUM (FULL, ANALYZE) {', '.join(TEXT_TABLES)}", left):
             done.append("VACUUM FULL " + ", ".join(TEXT_TABLES))
         vectors = _vector_tables(conn)
-        if vectors and _may_maintain(conn, vectors, superuser) and _vacuum(conn, f"VACUUM {', '.join(vectors)}", left):
+        if vectors and not _may_maintain(conn, vectors, superuser):
+            left.append(f"the purged messages' vectors (numbers, not text) stay in dead rows of {', '.join(vectors)} "
+                        "until autovacuum: this role may not VACUUM them")
+        elif vectors and _vacuum(conn, f"VACUUM {', '.join(vectors)}", left):
             done.append("VACUUM " + ", ".join(vectors))
     else:
-        left.append("the deleted rows stay in the files of messages and conversations (dead rows until "
-                    "autovacuum, then free space until overwritten): this role does not own them; the owner "
-                    "removes them with VACUUM FULL messages, conversations")
+        left.append("the deleted rows stay in the files of messages and conversations, and their vectors in the "
+                    "vector tables (dead rows until autovacuum, then free space until overwritten): this role does "
+                    "not own them; the owner removes them with VACUUM FULL messages, conversations")
     if superuser:
         if _vacuum(conn, "VACUUM FULL pg_statistic", left):
             done.append("VACUUM FULL pg_statistic")
