@@ -29,6 +29,7 @@ from click.testing import CliRunner
 
 from claude_chats import paths
 from claude_chats.cli import main
+from tests.support.stand_ins import chats, line, write
 
 SESSION, KEPT = "sess-purge-on-disk", "sess-kept-on-disk"
 MARKS = {
@@ -66,21 +67,8 @@ def purged_history():
 
 
 def kept_history():
-    return [base("user" if i % 2 == 0 else "assistant", KEPT, "/work/kept", "main", i,
-                 {"role": "user", "content": f"an ordinary kept line {i}"} if i % 2 == 0 else
-                 {"id": f"msg_k{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                  "content": [{"type": "text", "text": f"an ordinary kept answer {i}"}]}) for i in range(4)]
-
-
-def write(folder, session, rows):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{session}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def chats(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
+    return [line("user" if i % 2 == 0 else "assistant", f"an ordinary kept {'line' if i % 2 == 0 else 'answer'} {i}",
+                 KEPT, i, cwd="/work/kept") for i in range(4)]
 
 
 def needles():
@@ -139,8 +127,8 @@ def test_a_purged_session_leaves_no_byte_in_the_journal_logs_or_postgres_data_di
     monkeypatch.setenv("DATABASE_URL", url)
     monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
     projects = pathlib.Path(paths.claude_projects_dir())
-    write(projects / MARKS["cwd"].replace("/", "-"), SESSION, purged_history())   # Claude Code's folder name
-    write(projects / "-work-kept", KEPT, kept_history())
+    write(projects / MARKS["cwd"].replace("/", "-") / f"{SESSION}.jsonl", purged_history())   # Claude Code's folder
+    write(projects / "-work-kept" / f"{KEPT}.jsonl", kept_history())
     chats("import")
     report = json.loads(chats("sync", "--json"))
     assert report["ok"] and report["pushed"] >= 7, report
@@ -178,7 +166,7 @@ def test_a_purge_as_the_least_privilege_role_deletes_and_says_what_stays_on_disk
     monkeypatch.setenv("DATABASE_URL", pg_db_url)
     monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
     projects = pathlib.Path(paths.claude_projects_dir())
-    write(projects / MARKS["cwd"].replace("/", "-"), SESSION, purged_history())
+    write(projects / MARKS["cwd"].replace("/", "-") / f"{SESSION}.jsonl", purged_history())
     chats("import")
     assert json.loads(chats("sync", "--json"))["ok"]          # the owner: migrations, the space, its table
     role = f"chats_rt_{uuidlib.uuid4().hex[:8]}"

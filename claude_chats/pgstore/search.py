@@ -433,6 +433,20 @@ def _try(conn, sql):
         pass
 
 
+class Connected:
+    """A searcher's ``remote`` over one open ``PgSearch``, never reconnecting (benchmarks, ``chats eval``
+    scripts, tests): ``PgLink`` is the one that waits, retries and falls back."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def backend(self):
+        return self._backend
+
+    def close(self):
+        self._backend.close()
+
+
 class PgLink:
     """Postgres for a long-lived searcher: never waited on longer than ``wait`` seconds.
 

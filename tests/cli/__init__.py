@@ -1,0 +1,1 @@
+"""Tests of claude_chats/cli: the commands through the real CLI."""

@@ -1,0 +1,1 @@
+"""Tests of claude_chats/mcp: the server in memory, over stdio, through a Postgres outage."""

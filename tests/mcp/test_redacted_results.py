@@ -9,13 +9,11 @@ show`` on the person's own terminal keep the journal's original.
 
 import asyncio
 import json
-import uuid as uuidlib
 
-from click.testing import CliRunner
 from fastmcp import Client
 
-from claude_chats.cli import main
 from claude_chats.mcp.server import create_server
+from tests.support.stand_ins import chats, turns, write
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 PASSWORD = "Tr0ub4dor&3xyzzy"
@@ -25,30 +23,14 @@ CWD = f"/work/tokens/{TOKEN}/app"
 BRANCH = f"fix/{TOKEN}"
 
 
-def line(kind, text, index):
-    message = {"role": "user", "content": text} if kind == "user" else {
-        "id": f"msg_{index}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": text}]}
-    return {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": CWD, "sessionId": SESSION,
-            "version": "2.1.0", "gitBranch": BRANCH, "type": kind, "message": message,
-            "uuid": str(uuidlib.uuid4()), "timestamp": f"2026-01-01T00:00:{index:02d}.000Z"}
-
-
 def history(folder):
     texts = [f"set the deploy credential: export GITHUB_TOKEN={TOKEN} then run the kestrel deploy",
              "ok, the kestrel deploy ran with the token",
              f"also my password is {PASSWORD} for the kestrel admin page",
              "noted, the kestrel admin page password is set"]
-    rows = [line("user" if i % 2 == 0 else "assistant", t, i) for i, t in enumerate(texts)]
+    rows = turns(texts, SESSION, cwd=CWD, branch=BRANCH)
     rows.append({"type": "custom-title", "customTitle": f"kestrel deploy with {TOKEN}", "sessionId": SESSION})
-    folder.mkdir(parents=True)
-    (folder / f"{SESSION}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def chats(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
+    write(folder / f"{SESSION}.jsonl", rows)
 
 
 async def _tools():

@@ -14,11 +14,11 @@ searched, says so, and answers in well under a second.
 import asyncio
 import json
 import os
+import pathlib
 import tempfile
 import time
 import uuid as uuidlib
 
-import pytest
 from click.testing import CliRunner
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from claude_chats.cli import main
 from claude_chats.mcp.server import create_server
+from tests.support.stand_ins import line, write
 
 LONG = os.environ.get("CLAUDE_CHATS_LONG_TESTS") == "1"
 ALPHABET = st.sampled_from(['a', 'Z', '7', ' ', '"', '\\', '\n', '\t', '\x01', 'é', '漢', '😀', '/', '_'])
@@ -61,21 +62,13 @@ list_args = st.fixed_dictionaries({"max_chars": st.integers(1000, 200_000), "lim
 def write_history(folder, history):
     session = f"sess-{uuidlib.uuid4().hex[:8]}"
     cwd = "/work/" + blob(*history["cwd"]).replace("\x00", "")
-    rows = []
-    for index, (piece, count) in enumerate(history["messages"]):
-        kind = "user" if index % 2 == 0 else "assistant"
-        text = "bounded words " + blob(piece, count)
-        message = {"role": "user", "content": text} if kind == "user" else {
-            "id": f"msg_{index}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": text}]}
-        rows.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
-                     "sessionId": session, "version": "2.1.0", "gitBranch": blob(*history["branch"]) or "main",
-                     "type": kind, "message": message, "uuid": str(uuidlib.uuid4()),
-                     "timestamp": f"2026-01-01T00:00:{index:02d}.000Z"})
+    branch = blob(*history["branch"]) or "main"
+    rows = [line("user" if i % 2 == 0 else "assistant", "bounded words " + blob(piece, count), session, i, cwd=cwd,
+                 branch=branch) for i, (piece, count) in enumerate(history["messages"])]
     name = blob(*history["name"]).strip()
     if name:
         rows.append({"type": "custom-title", "customTitle": name, "sessionId": session})
-    (folder / f"{session}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write(folder / f"{session}.jsonl", rows)
     return session
 
 
@@ -119,7 +112,7 @@ async def _exercise(session, searches, pages, listings):
        listings=st.lists(list_args, min_size=1, max_size=2))
 def test_every_tool_result_fits_its_budget(histories, searches, pages, listings):
     with tempfile.TemporaryDirectory() as home:
-        folder = __import__("pathlib").Path(home) / "projects"
+        folder = pathlib.Path(home) / "projects"
         folder.mkdir()
         sessions = [write_history(folder, h) for h in histories]
         previous = os.environ.get("CLAUDE_CHATS_HOME")

@@ -1,0 +1,1 @@
+"""Tests of claude_chats/pgstore: the Postgres store, its URLs, its search."""

@@ -11,7 +11,6 @@ are only reported, in BENCHMARKS.md) recall@1/5/10 and MRR agree within 0.02.
 """
 
 import json
-import uuid as uuidlib
 
 import pytest
 from click.testing import CliRunner
@@ -20,13 +19,15 @@ from claude_chats import config
 from claude_chats.cli import main
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
-from claude_chats.pgstore.search import open_search
+from claude_chats.pgstore.search import Connected, open_search
 from claude_chats.search.searcher import Searcher
 from claude_chats.sync.runner import run_sync
+from tests.support.stand_ins import turns, write
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
-SETS = [ROOT / "eval_queries.jsonl", ROOT / "data" / "queries" / "general_heldout.jsonl",
-        ROOT / "data" / "queries" / "tool_output.jsonl"]
+QUERIES_DIR = ROOT / "data" / "queries"
+SETS = [next(p for p in (QUERIES_DIR / "eval_queries.jsonl", ROOT / "eval_queries.jsonl") if p.exists()),
+        QUERIES_DIR / "general_heldout.jsonl", QUERIES_DIR / "tool_output.jsonl"]
 
 TEXTS = [
     "[Read] /Users/dev/workspace/claude_chats/src/config.py",
@@ -46,29 +47,10 @@ QUERIES = ["config", "config.py", "claude_chats config", "httpx _client.py send"
            "README.md JSON vocab"]
 
 
-def write(folder, texts):
-    rows = []
-    for i, text in enumerate(texts):
-        kind = "user" if i % 2 == 0 else "assistant"
-        message = {"role": "user", "content": text} if kind == "user" else {
-            "id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": text}]}
-        rows.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/work/parity",
-                     "sessionId": f"sess-parity-{i // 3}", "version": "2.1.0", "gitBranch": "main", "type": kind,
-                     "message": message, "uuid": str(uuidlib.uuid4()), "timestamp": f"2026-01-01T00:00:{i:02d}.000Z"})
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "parity.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-class _Remote:
-    def __init__(self, backend):
-        self._backend = backend
-
-    def backend(self):
-        return self._backend
-
-    def close(self):
-        self._backend.close()
+def history(folder, texts):
+    for first in range(0, len(texts), 3):     # three messages a session
+        session = f"sess-parity-{first // 3}"
+        write(folder / f"{session}.jsonl", turns(texts[first:first + 3], session, cwd="/work/parity"))
 
 
 def synced(path, url, provider):
@@ -85,11 +67,11 @@ def ranked(searcher, query):
 
 
 def test_code_like_text_ranks_alike_in_both_stores(tmp_path, pg_db_url, hash_embedder):
-    write(tmp_path / "projects", TEXTS)
+    history(tmp_path / "projects", TEXTS)
     synced(tmp_path / "projects", pg_db_url, hash_embedder)
     journal = Journal.open()
     local = Searcher(LocalSearch(journal), None, None)
-    remote = Searcher(None, _Remote(open_search(pg_db_url)), None)
+    remote = Searcher(None, Connected(open_search(pg_db_url)), None)
     try:
         for query in QUERIES:
             mine, theirs = ranked(local, query), ranked(remote, query)

@@ -12,89 +12,27 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import uuid as uuidlib
-import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from claude_chats.cli import main
+from tests.support.stand_ins import EmbedServer, chats, provider_env, turns, write
 
 CHATS = [os.path.join(os.path.dirname(sys.executable), "chats")]
 MESSAGES = 300
 ANSWERED = 6      # requests answered before the server goes silent (32 texts each)
 
 
-class OllamaThenSilent:
-    def __init__(self, answered):
-        self.left, self.held, self.release = answered, threading.Event(), threading.Event()
-        self.texts = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                if outer.left <= 0:
-                    outer.held.set()
-                    outer.release.wait(60)
-                    return
-                outer.left -= 1
-                outer.texts += len(body["input"])
-                vectors = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(16).tolist()
-                           for t in body["input"]]
-                payload = json.dumps({"model": body["model"], "embeddings": vectors}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    def close(self):
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def write_history(folder):
-    rows = []
-    for i in range(MESSAGES):
-        kind = "user" if i % 2 == 0 else "assistant"
-        text = f"interrupted sync message {i} about the harbour crane"
-        message = {"role": "user", "content": text} if kind == "user" else {
-            "id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": text}]}
-        rows.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/work/crane",
-                     "sessionId": "sess-interrupted", "version": "2.1.0", "gitBranch": "main", "type": kind,
-                     "message": message, "uuid": str(uuidlib.uuid4()), "timestamp": "2026-01-01T00:00:00.000Z"})
-    (folder / "sess-interrupted.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def chats(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
+    texts = [f"interrupted sync message {i} about the harbour crane" for i in range(MESSAGES)]
+    write(folder / "sess-interrupted.jsonl", turns(texts, "sess-interrupted", cwd="/work/crane"))
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_sync_keeps_its_vectors_and_is_recorded(stop, tmp_path, monkeypatch):
     pytest.importorskip("httpx")
-    server = OllamaThenSilent(ANSWERED)
-    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", "ollama")
-    monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
-    monkeypatch.setenv("CLAUDE_CHATS_MODEL", "all-minilm")
+    server = EmbedServer(answers=ANSWERED)
+    for key, value in provider_env("ollama", server.url).items():
+        monkeypatch.setenv(key, value)
     folder = tmp_path / "projects" / "crane"
     folder.mkdir(parents=True)
     write_history(folder)

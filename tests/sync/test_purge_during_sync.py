@@ -12,94 +12,30 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
-import uuid as uuidlib
-import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import numpy as np
 import psycopg
 import pytest
-from click.testing import CliRunner
 
-from claude_chats.cli import main
+from tests.support.stand_ins import EmbedServer, chats, provider_env, turns, write
 
 CHATS = [os.path.join(os.path.dirname(sys.executable), "chats")]
 PURGED, KEPT = "sess-purged-in-flight", "sess-kept-in-flight"
 MARK = "quetzalpurgeword"      # only in the purged session's text
 
 
-def line(kind, text, session, index):
-    message = {"role": "user", "content": text} if kind == "user" else {
-        "id": f"msg_{uuidlib.uuid4().hex[:12]}", "type": "message", "role": "assistant",
-        "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}]}
-    return {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/work/inflight",
-            "sessionId": session, "version": "2.1.0", "gitBranch": "main", "type": kind, "message": message,
-            "uuid": str(uuidlib.uuid4()), "timestamp": f"2026-01-01T00:00:{index:02d}.000Z"}
-
-
 def write_session(folder, session, words, count):
-    path = folder / f"{session}.jsonl"
-    rows = [line("user" if i % 2 == 0 else "assistant", f"{words} turn {i} of {session}", session, i)
-            for i in range(count)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-class GatedOllama:
-    """``/api/embed``: answers at once, except a request holding ``gate_word``, held until ``release``."""
-
-    def __init__(self, gate_word):
-        self.gate_word, self.held, self.release = gate_word, threading.Event(), threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                if any(outer.gate_word in text for text in body["input"]):
-                    outer.held.set()
-                    outer.release.wait(60)
-                vectors = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(16).tolist()
-                           for t in body["input"]]
-                payload = json.dumps({"model": body["model"], "embeddings": vectors}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    def close(self):
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return write(folder / f"{session}.jsonl", turns([f"{words} turn {i} of {session}" for i in range(count)], session,
+                                                     cwd="/work/inflight"))
 
 
 @pytest.fixture
 def ollama(monkeypatch):
     pytest.importorskip("httpx")
-    server = GatedOllama(MARK)
-    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", "ollama")
-    monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
-    monkeypatch.setenv("CLAUDE_CHATS_MODEL", "all-minilm")
+    server = EmbedServer(gate_word=MARK)     # the batch's request holding the purged words waits
+    for key, value in provider_env("ollama", server.url).items():
+        monkeypatch.setenv(key, value)
     yield server
     server.close()
-
-
-def chats(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def test_a_purge_during_a_sync_batch_neither_kills_the_sync_nor_comes_back(ollama, pg_db_url, tmp_path,

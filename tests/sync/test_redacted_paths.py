@@ -9,12 +9,10 @@ nothing back.
 """
 
 import json
-import uuid as uuidlib
 
 import psycopg
-from click.testing import CliRunner
 
-from claude_chats.cli import main
+from tests.support.stand_ins import chats, line, write
 
 TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 CWD = f"/work/checkouts/{TOKEN}/service"
@@ -23,24 +21,9 @@ SESSION = "sess-token-path"
 
 
 def history(folder):
-    rows = []
-    for i in range(4):
-        kind = "user" if i % 2 == 0 else "assistant"
-        text = f"the pelican service restart step {i}"
-        message = {"role": "user", "content": text} if kind == "user" else {
-            "id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": text}]}
-        rows.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": CWD + ("/sub" if i else ""),
-                     "sessionId": SESSION, "version": "2.1.0", "gitBranch": BRANCH, "type": kind, "message": message,
-                     "uuid": str(uuidlib.uuid4()), "timestamp": f"2026-01-01T00:00:0{i}.000Z"})
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{SESSION}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def chats(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
+    rows = [line("user" if i % 2 == 0 else "assistant", f"the pelican service restart step {i}", SESSION, i,
+                 cwd=CWD + ("/sub" if i else ""), branch=BRANCH) for i in range(4)]
+    write(folder / f"{SESSION}.jsonl", rows)
 
 
 def dump(url):
