@@ -366,7 +366,7 @@ class Scratch:
         return self.show(session_id, home=home)
 
     def sessions(self) -> list[dict]:
-        return self.chats_json("sessions", "--limit", "1000")
+        return self.chats_json("sessions", "--limit", "1000", "--subagents")
 
     def search(self, query: str, *args) -> dict:
         return self.chats_json("search", query, "--local", *args)

@@ -10,8 +10,6 @@ and the scripted model calls them at once, with no ``ToolSearch`` first (issue
 import json
 import shutil
 
-import pytest
-
 from .harness import PROJECT_ROOT, Scratch, tool_result_text
 
 PLUGIN_FILES = (".claude-plugin", "hooks", ".mcp.json")
