@@ -32,9 +32,11 @@ announced with ``notifications/tools/list_changed``. Any other message and
 every answer of FastMCP's pass through unchanged. When no answer is known, the
 request waits for FastMCP, as before, and FastMCP's answer is saved.
 
-The front owns fds 0 and 1 as ``mcp``'s own stdio transport does: the wire
-moves to private descriptors, fd 0 reads the null device and fd 1 writes to
-stderr, so a library that prints cannot corrupt the protocol. SIGINT and
+The wire moves to private descriptors and FastMCP gets the pipes as fds 0
+and 1, which the ``mcp`` SDK's stdio transport claims as it claims a real
+stdio (fd 0 then reads the null device, fd 1 writes to stderr): a library that
+prints or moves fd 1 cannot corrupt the protocol, and a line that is not JSON
+on the pipe goes to stderr. SIGINT and
 SIGTERM (how Claude Code stops a stdio server: SIGINT, SIGTERM 0.1 s later,
 then SIGKILL) end the process within ``STOP_GRACE``: FastMCP gets end of input
 to close the stores, and the process exits whether or not it has finished.
@@ -60,6 +62,7 @@ TOOL_MODULES = ("mcp/server.py", "transcript.py", "search/core.py")
 OWN = "claude-chats-front/"   # id prefix of the copies of early-answered requests sent on to FastMCP
 STOP_GRACE = 0.05             # seconds FastMCP gets to close the stores on SIGINT/SIGTERM
 END_GRACE = 10.0              # ... on end of input
+BACKEND_GONE = 1.0            # seconds the pump gets to pass on FastMCP's last lines when FastMCP fails
 # The distributions whose code shapes the answers (by their dist-info folders' names: name and version)
 SHAPED_BY = ("fastmcp", "fastmcp_slim", "mcp", "mcp_types", "pydantic", "pydantic_core")
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"   # a modern-era request's _meta key
@@ -158,16 +161,25 @@ class Front:
     # --- the process's plumbing -------------------------------------------------------------------
 
     def serve(self):
-        self.wire_in, self.wire_out = _claim(0, os.O_RDONLY), _claim(1, os.O_WRONLY)
+        self.wire_in, self.wire_out = _private(0), _private(1)
+        # FastMCP gets the pipes as fds 0 and 1 themselves, so the MCP SDK's stdio transport claims them
+        # as it claims a real stdio: it moves them to private descriptors and points fd 1 at stderr while
+        # it serves. Whatever plays with fd 1 meanwhile (llama.cpp's loader dup2()s the null device over
+        # sys.stdout's descriptor and back, from another thread) cannot cut the wire.
         to_backend, self.backend_in = os.pipe()
         backend_out, from_backend = os.pipe()
-        sys.stdin = io.TextIOWrapper(io.open(to_backend, "rb"), encoding="utf-8", errors="replace")
-        sys.stdout = io.TextIOWrapper(io.open(from_backend, "wb"), encoding="utf-8", line_buffering=True)
+        sys.stdout.flush()
+        for pipe_end, fd in ((to_backend, 0), (from_backend, 1)):
+            os.dup2(pipe_end, fd)
+            os.close(pipe_end)
+        os.set_inheritable(self.backend_in, False)
+        os.set_inheritable(backend_out, False)
         self.backend = threading.Thread(target=self._run_backend, name="chats-fastmcp", daemon=True)
         self.backend.start()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._on_signal)
-        threading.Thread(target=self._pump, args=(backend_out,), name="chats-mcp-out", daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, args=(backend_out,), name="chats-mcp-out", daemon=True)
+        self.pump.start()
         with io.open(self.wire_in, "rb", closefd=False) as wire:
             for line in wire:
                 if not self._from_client(line):
@@ -178,15 +190,18 @@ class Front:
     def _run_backend(self):
         try:
             self.serve_backend()
-        except BaseException:   # noqa: BLE001 - told on stderr; the pump then ends the process
+        except BaseException:   # noqa: BLE001 - told on stderr; then the process ends
             import traceback
 
             traceback.print_exc(file=sys.stderr)
         finally:
-            try:
-                sys.stdout.close()   # end of FastMCP's output: the pump sees it and ends the process
-            except Exception:  # noqa: BLE001
-                pass
+            if not self.stopping:   # FastMCP ended before its input did: it failed
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)   # its end of the pipe: the pump passes on what is left, then sees the end
+                os.close(null)
+                self.pump.join(BACKEND_GONE)
+                sys.stderr.flush()
+                os._exit(1)
 
     def _end(self, grace, code):
         """Give FastMCP end of input (it closes the stores on it), wait up to ``grace``, exit."""
@@ -277,9 +292,7 @@ class Front:
                     if isinstance(mid, str) and mid.startswith(OWN):
                         continue
                 self._write(line)
-        if not self.stopping:   # FastMCP ended before its input did: it failed (told on stderr)
-            sys.stderr.flush()
-            os._exit(1)
+        # the end of FastMCP's output: the client's end of input, a signal or FastMCP's failure ends the process
 
     def _answered(self, mid, message):
         key, sent = self.expected.pop(mid)
@@ -347,13 +360,10 @@ def _parse(line):
         return _NOT_JSON
 
 
-def _claim(fd, flags):
-    """Move the wire off ``fd`` to a private descriptor; ``fd`` then reads the null device or writes stderr."""
+def _private(fd):
+    """A private, non-inherited duplicate of ``fd`` (the wire to the client)."""
     private = os.dup(fd)
     os.set_inheritable(private, False)
-    stand_in = os.open(os.devnull, flags) if flags == os.O_RDONLY else os.dup(2)
-    os.dup2(stand_in, fd)
-    os.close(stand_in)
     return private
 
 

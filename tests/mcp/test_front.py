@@ -217,6 +217,52 @@ def test_a_stale_saved_tools_list_is_replaced_said_and_announced():
     assert f"the early answer to {key} was out of date" in wire.proc.stderr.read().decode()
 
 
+# chats mcp's FastMCP with a tool that starts two threads doing what llama.cpp's loader does (its
+# suppress_stdout_stderr): dup2 the null device over sys.stdout's descriptor and back, racing.
+FD_GAMES = """
+import os, sys, threading, time
+from claude_chats.mcp import front
+from claude_chats.mcp.server import create_server
+
+def games():
+    while True:
+        fd = sys.stdout.fileno()
+        saved = os.dup(fd)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+        time.sleep(0.002)
+        os.dup2(saved, fd)
+        os.close(saved)
+
+def backend():
+    server = create_server()
+
+    @server.tool
+    def start_games() -> str:
+        for _ in range(2):
+            threading.Thread(target=games, daemon=True).start()
+        return "started"
+
+    server.run(transport="stdio", show_banner=False, log_level="WARNING")
+
+front.Front(sys.argv[1], serve_backend=backend, shipped_path=os.devnull).serve()
+"""
+
+
+def test_what_a_library_does_to_fd_1_does_not_cut_the_wire():
+    """llama.cpp's loader, from the stores' thread, used to swap the null device into the pipe FastMCP
+    wrote to: answers were lost, or the pipe closed and chats mcp exited (test_stdio, now and then)."""
+    wire = Wire([sys.executable, "-c", FD_GAMES, answers_file()])
+    wire.start(timeout=60)
+    wire.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {
+        "name": "start_games", "arguments": {}, "_meta": answers.MODERN_META}})
+    assert wire.answer(99, timeout=60)["result"]["isError"] is False
+    for i in range(20):
+        wire.call_fastmcp(request_id=100 + i)
+    assert wire.sigint()[0] == 0
+
+
 def test_end_of_input_ends_chats_mcp():
     wire = Wire([str(CHATS), "mcp"])
     wire.start()
