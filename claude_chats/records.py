@@ -35,6 +35,16 @@ class Message(NamedTuple):
     is_copy: bool = False   # a fork's copy of a line another session holds (not searched)
 
 
+class RawLine(NamedTuple):
+    """A transcript line kept for restore (``rawlines``): ``line`` is zlib of its bytes, None for a link."""
+    session_id: str
+    key: str
+    seq: int
+    parent: str | None
+    line: bytes | None
+    created_at: str | None
+
+
 class VectorRow(NamedTuple):
     """One embedded piece of a message, ``content[start_char:end_char]``, as its space's vector table holds it."""
     message_uuid: str

@@ -17,7 +17,7 @@ the C scanner (``jsonl``) and regular expressions are compiled only when a
 line needs one, so plain lines cost neither ``json`` nor ``re``.
 """
 
-from . import jsonl
+from . import jsonl, rawlines
 
 # Record kinds. DEFAULT_KINDS are what search covers unless asked otherwise.
 TEXT = "text"                      # typed by the person, or the assistant's prose
@@ -128,12 +128,17 @@ class FileContext:
     for ``<session>/subagents/agent-<id>.jsonl`` the folder names it too, which is
     the fallback for lines without one). ``warmup`` is decided by the file's
     first user line and must be carried across incremental calls.
+
+    ``keep_raw``: collect the lines ``chats restore`` needs (``ParseResult.raw``, see
+    ``rawlines``); ``last_uuid`` (the last kept line's uuid, which keys the lines without one)
+    is carried across calls too.
     """
 
-    __slots__ = ("fallback_session_id", "agent_id", "warmup")
+    __slots__ = ("fallback_session_id", "agent_id", "warmup", "keep_raw", "last_uuid")
 
-    def __init__(self, fallback_session_id=None, agent_id=None, warmup=None):
+    def __init__(self, fallback_session_id=None, agent_id=None, warmup=None, keep_raw=True, last_uuid=None):
         self.fallback_session_id, self.agent_id, self.warmup = fallback_session_id, agent_id, warmup
+        self.keep_raw, self.last_uuid = keep_raw, last_uuid
 
     @classmethod
     def for_path(cls, path):
@@ -147,10 +152,13 @@ class FileContext:
 
 
 class ParseResult:
-    __slots__ = ("records", "titles", "skipped", "consumed", "lines")
+    """``raw``: the lines kept for restore, ``(session_id, key, parent, line bytes or None for a
+    link, timestamp)`` in file order (``rawlines``)."""
+
+    __slots__ = ("records", "titles", "skipped", "consumed", "lines", "raw")
 
     def __init__(self):
-        self.records, self.titles, self.skipped = [], [], {}
+        self.records, self.titles, self.skipped, self.raw = [], [], {}, []
         self.consumed = 0
         self.lines = 0
 
@@ -222,7 +230,8 @@ def parse_lines(data, ctx, final=False):
             continue
         result.lines += 1
         obj = _loads(raw)
-        if obj is _INVALID:
+        whole = obj is not _INVALID
+        if not whole:
             result.skip("invalid json")
             obj = _torn_tail(raw)
             if obj is _INVALID:
@@ -234,7 +243,23 @@ def parse_lines(data, ctx, final=False):
             _parse_object(obj, ctx, result, seen_blocks)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError):
             result.skip("malformed record")
+            continue
+        if ctx.keep_raw and whole and not (ctx.agent_id and ctx.warmup):
+            _keep_raw(obj, raw, ctx, result)
     return result
+
+
+def _keep_raw(obj, raw, ctx, result):
+    """The line for restore: kept whole, or as a link when it is left out but has a uuid."""
+    uuid = rawlines.uuid_of(obj)
+    if not rawlines.kept(obj):
+        if uuid:
+            result.raw.append((_envelope(obj, ctx)[0], uuid, rawlines.parent_of(obj), None, _str(obj.get("timestamp"))))
+        return
+    result.raw.append((_envelope(obj, ctx)[0], rawlines.key_of(raw, uuid, ctx.last_uuid), None, raw,
+                       _str(obj.get("timestamp"))))
+    if uuid:
+        ctx.last_uuid = uuid
 
 
 _INVALID = object()

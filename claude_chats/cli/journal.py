@@ -154,6 +154,33 @@ def sessions_cmd(limit, project, as_json):
                    f"{one_line(s['name'] or '', 50):50}  {s['project_path'] or ''}")
 
 
+@click.command("restore")
+@click.argument("session_id")
+@click.option("--to", "to", metavar="PATH", help="The project folder to restore it for (default: where it was "
+              "recorded), e.g. where the project is checked out on this machine.")
+@click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+@click.option("--force", is_flag=True, help="Replace a different transcript already there (kept as .bak-<time>).")
+@click.option("--json", "as_json", is_flag=True)
+def restore_cmd(session_id, to, dry_run, force, as_json):
+    """Write a session back as the Claude Code transcript `claude --resume` reads.
+
+    For a session Claude Code has deleted (cleanupPeriodDays), or one recorded on another machine
+    that syncs to the same Postgres. Its subagents' transcripts come back beside it.
+    """
+    from ..restore import restore
+
+    report = restore(session_id, to=to, dry_run=dry_run, force=force)
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    verbs = {"written": "wrote", "replaced": "replaced", "unchanged": "already there, unchanged:",
+             "would write": "would write", "differs": "differs, would need --force:"}
+    for f in report.files:
+        backup = f" (the old file kept as {f.backup})" if f.backup else ""
+        click.echo(f"{verbs[f.status]} {f.path} ({f.lines} lines from the {report.source}){backup}")
+    click.echo(f"{'then resume' if dry_run else 'resume'} it with:\n  {report.resume}")
+
+
 def register(group):
-    for command in (import_cmd, search_cmd, show_cmd, sessions_cmd):
+    for command in (import_cmd, search_cmd, show_cmd, sessions_cmd, restore_cmd):
         group.add_command(command)

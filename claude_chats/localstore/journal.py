@@ -7,7 +7,7 @@ imports in bulk, and hands pending messages to sync.
 
 import os
 
-from .. import paths, transcript
+from .. import paths, rawlines, transcript
 from ..errors import SessionNotFound
 from ..search.core import NEIGHBOUR_READ, shorten
 from . import db, writer
@@ -103,6 +103,19 @@ class Journal:
             f"AND kind IN ({','.join('?' * len(transcript.CONVERSATION_KINDS))}) ORDER BY seq",
             (session_id, seq - span, seq + span, seq, *transcript.CONVERSATION_KINDS)).fetchall()
         return [{"seq": s, "role": r, "kind": k, "text": shorten(t, NEIGHBOUR_READ)} for s, r, k, t in rows]
+
+    def kept_lines(self, session_id):
+        """``{conversation id: [(key, parent, line bytes or None)]}`` of the lines kept for restore of
+        ``session_id`` and its subagents, each in order (``rawlines``: None is a link)."""
+        rows = self.conn.execute(
+            "SELECT r.session_id, r.key, r.parent, r.line FROM raw_lines r WHERE r.session_id = ? "
+            "OR r.session_id IN (SELECT id FROM sessions WHERE parent_session_id = ?) "
+            "OR substr(r.session_id, 1, ?) = ? ORDER BY r.session_id, r.seq",
+            (session_id, session_id, len(session_id) + 7, session_id + ":agent-")).fetchall()
+        out = {}
+        for conversation, key, parent, line in rows:
+            out.setdefault(conversation, []).append((key, parent, None if line is None else rawlines.unpack(line)))
+        return out
 
     def in_session_order(self):
         """(id, session_id, role, kind, created_at, content) of every message, session by session."""

@@ -12,7 +12,8 @@ import json
 import re
 from datetime import datetime
 
-from ..records import Conversation, Message
+from .. import rawlines
+from ..records import Conversation, Message, RawLine
 from . import db, vectors
 from .db import Immediate
 
@@ -81,6 +82,22 @@ def _conversation(row):
     (sid, project, branch, name, first, last, parent, agent, machine, updated) = row
     return Conversation(sid, project, branch, name, timestamp(first), timestamp(last), parent, agent,
                         machine, timestamp(updated))
+
+
+def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
+    """``(ids, [records.RawLine])``: kept transcript lines not yet in Postgres, oldest first (``id >
+    after_id``); ``redact`` cleans the text inside each line's JSON strings (the line stays JSON)."""
+    rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
+                        "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
+    lines = [RawLine(session, key, seq, parent,
+                     line if line is None or redact is None else rawlines.redact_packed(line, redact),
+                     timestamp(created)) for _id, session, key, seq, parent, line, created in rows]
+    return [row[0] for row in rows], lines
+
+
+def mark_raw_lines_pushed(conn, ids):
+    with Immediate(conn):
+        conn.executemany("UPDATE raw_lines SET synced = 1 WHERE id = ?", [(i,) for i in ids])
 
 
 def pending_count(conn):

@@ -14,7 +14,7 @@ import os
 import stat
 import time
 
-from .. import jsonl, transcript
+from .. import jsonl, rawlines, transcript
 from ..times import now_iso
 from .db import Immediate
 
@@ -84,7 +84,7 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
 
 
 def _cursor(conn, path):
-    rows = conn.execute("SELECT id, device, inode, offset, warmup, tail FROM transcripts WHERE path = ?",
+    rows = conn.execute("SELECT id, device, inode, offset, warmup, tail, last_uuid FROM transcripts WHERE path = ?",
                         (path,)).fetchall()
     return rows[0] if rows else None
 
@@ -118,6 +118,7 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         data = _read_lines(fh, offset, chunk_bytes)
         ctx = transcript.FileContext.for_path(path)
         ctx.warmup = None if warmup is None else bool(warmup)
+        ctx.last_uuid = cursor[6] if same_file and offset else None
         result = transcript.parse_lines(data, ctx)
         if ctx.agent_id and ctx.fallback_session_id and result.records:
             _subagent_title(path, ctx, result)
@@ -128,9 +129,10 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
                              "DO UPDATE SET count = count + excluded.count", list(result.skipped.items()))
         _store(conn, result, file_id, stats, machine)
         end = offset + result.consumed
-        conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, updated_at = ? "
-                     "WHERE id = ?", (st.st_dev, st.st_ino, end, None if ctx.warmup is None else int(ctx.warmup),
-                                      _tail(fh, end), now_iso(), file_id))
+        conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, last_uuid = ?, "
+                     "updated_at = ? WHERE id = ?",
+                     (st.st_dev, st.st_ino, end, None if ctx.warmup is None else int(ctx.warmup), _tail(fh, end),
+                      ctx.last_uuid, now_iso(), file_id))
         stats.commits += 1
         if stats.before_commit is not None:
             stats.before_commit(conn, stats)
@@ -167,7 +169,7 @@ def _read_lines(fh, offset, chunk_bytes):
 
 def _store(conn, result, file_id, stats, machine):
     records = _new_records(conn, result.records, stats)
-    clean = stats.redactor() if records or result.titles else None
+    clean = stats.redactor() if records or result.titles or result.raw else None
     if records:
         records = _claim_final_answers(conn, records, clean, file_id, stats)
     if records:
@@ -181,7 +183,25 @@ def _store(conn, result, file_id, stats, machine):
         stats.messages += len(records)
     if result.titles:
         _apply_titles(conn, result.titles, file_id, machine, clean)
+    if result.raw:
+        _keep_lines(conn, result.raw, clean)
     _resolve_summaries(conn, file_id)
+
+
+_KEEP_LINE = """
+INSERT OR IGNORE INTO raw_lines (session_id, seq, key, parent, line, created_at)
+VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session_id = ?), ?, ?, ?, ?)
+"""
+
+
+def _keep_lines(conn, lines, clean):
+    """The lines ``chats restore`` writes back, compressed (redacted inside their JSON strings when
+    ``clean`` is given: the journal_redact setting); links as they are. A line stored already is
+    ignored (its session and key are its identity)."""
+    conn.executemany(_KEEP_LINE, [
+        (session, session, key, parent,
+         None if raw is None else rawlines.pack(rawlines.redact_line(raw, clean) if clean else raw), stamp)
+        for session, key, parent, raw, stamp in lines])
 
 
 def copy_key(uuid, session_id):

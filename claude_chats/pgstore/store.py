@@ -19,7 +19,7 @@ import math
 
 import psycopg
 
-from .. import faults
+from .. import faults, rawlines
 from ..errors import PostgresError, PostgresUnavailable
 from ..records import PushResult
 from . import connect as pg
@@ -40,6 +40,9 @@ CREATE TEMP TABLE push_messages (
     message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text,
     is_copy boolean
 ) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE push_raw_lines (
+    session_id text, line_key text, seq integer, parent text, line bytea, created_at text
+) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_chunks (
     message_uuid text, chunk_index integer, start_char integer, end_char integer, embedding vector
 ) ON COMMIT DELETE ROWS;
@@ -48,6 +51,7 @@ CREATE TEMP TABLE push_chunks (
 _CONVERSATION_TYPES = ["text"] * 10
 _MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text", "bool"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
+_RAW_LINE_TYPES = ["text", "text", "int4", "text", "bytea", "text"]
 
 # Newest journal version (by updated_at; the later push on a tie) wins for the
 # descriptive columns; the time span only grows; the machine that pushed first
@@ -118,6 +122,18 @@ _MISSING = """
 SELECT t.message_uuid FROM push_messages t
 LEFT JOIN LATERAL (SELECT true AS found FROM messages m WHERE m.message_uuid = t.message_uuid LIMIT 1) m ON true
 WHERE m.found IS NULL
+"""
+
+# Lines of conversations not in Postgres yet are left out (and reported, so they stay pending).
+_INSERT_RAW_LINES = """
+INSERT INTO raw_lines (conversation_id, line_key, seq, parent, line, created_at)
+SELECT c.id, t.line_key, t.seq, t.parent, t.line, t.created_at::timestamptz
+FROM push_raw_lines t JOIN conversations c ON c.session_id = t.session_id
+ON CONFLICT DO NOTHING
+"""
+_RAW_LINES_HOMELESS = """
+SELECT DISTINCT t.session_id FROM push_raw_lines t
+WHERE NOT EXISTS (SELECT 1 FROM conversations c WHERE c.session_id = t.session_id)
 """
 
 _INSERT_CHUNKS = """
@@ -373,6 +389,33 @@ class PgStore:
                 chunks = cur.execute(_INSERT_CHUNKS.format(table=vector_table(space_id))).rowcount
             missing = [row[0] for row in cur.execute(_MISSING)]
         return PushResult(conversations, messages, chunks, missing)
+
+    def push_raw_lines(self, lines):
+        """Write ``records.RawLine``s in one transaction (idempotent: a line stored already is left as
+        it is); returns the session ids whose conversation is not in Postgres (their lines were not
+        written and stay pending)."""
+        if not lines:
+            return []
+        self._ensure_temp_tables()
+        cur = self.conn.cursor()
+        with self.conn.transaction():
+            self._copy(cur, "push_raw_lines", _RAW_LINE_TYPES, lines)
+            cur.execute(_INSERT_RAW_LINES)
+            return [row[0] for row in cur.execute(_RAW_LINES_HOMELESS)]
+
+    def kept_lines(self, session_id):
+        """``(project_path, {conversation id: [(key, parent, line bytes or None)]})`` of ``session_id``
+        and its subagents (``rawlines``), each in order; ``(None, {})`` when Postgres has none."""
+        rows = self.conn.execute(
+            "SELECT c.session_id, c.project_path, r.line_key, r.parent, r.line FROM conversations c "
+            "JOIN raw_lines r ON r.conversation_id = c.id WHERE c.session_id = %s OR c.parent_session_id = %s "
+            "ORDER BY c.session_id, r.seq", (session_id, session_id)).fetchall()
+        out, project = {}, None
+        for conversation, path, key, parent, line in rows:
+            if conversation == session_id:
+                project = path
+            out.setdefault(conversation, []).append((key, parent, None if line is None else rawlines.unpack(line)))
+        return project, out
 
     def _copy(self, cur, table, types, rows):
         if not rows:
