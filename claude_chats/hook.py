@@ -106,6 +106,16 @@ def journal_redactor():
     return config.journal_redactor()
 
 
+MACHINE_MADE_ENV = "CLAUDE_CHATS_MACHINE_MADE"
+
+
+def machine_made_run():
+    """Whether this hook runs under a script that drives Claude Code (``CLAUDE_CHATS_MACHINE_MADE=1``:
+    what a script running the interactive UI, or claude-chats' own real-CLI tests, set): every
+    session it records is machine-made, whatever its ``entrypoint`` says."""
+    return os.environ.get(MACHINE_MADE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def run(payload, conn):
     """Store what is new in the payload's transcript (and its subagents') into ``conn``."""
     from .localstore import db, writer
@@ -122,7 +132,8 @@ def run(payload, conn):
 
     # The run is recorded inside each write transaction (the last one's record
     # stands), not in one more transaction of its own: one commit fewer per turn.
-    stats = writer.IngestStats(resolve_redact=journal_redactor, before_commit=record_run)
+    stats = writer.IngestStats(resolve_redact=journal_redactor, before_commit=record_run,
+                               machine_made=machine_made_run())
     if transcript_path:
         # A transcript not written yet (a session's first prompt; `claude mcp list`, whose
         # SessionEnd names a file never created) is nothing to record, not an error.

@@ -22,6 +22,8 @@ class Conversation(NamedTuple):
     agent_id: str | None
     machine: str | None
     updated_at: str | None
+    entrypoint: str | None = None     # where the session came from (``cli``, ``sdk-cli``, ...)
+    machine_made: bool = False        # started by a script or an SDK run: left out of search by default
 
 
 class Message(NamedTuple):

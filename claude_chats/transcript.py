@@ -35,6 +35,13 @@ LINK = "link"                      # a pull request the session opened (pr-link)
 KINDS = (TEXT, TOOL_USE, TOOL_RESULT, THINKING, COMPACT_SUMMARY, COMPACT_BOUNDARY, COMMAND, META, INTERRUPT,
          RECAP, LINK)
 DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY, RECAP, LINK)
+MACHINE_ENTRYPOINTS = "sdk-"       # `entrypoint` of sessions scripts and SDK runs start: sdk-cli (claude -p), sdk-ts, sdk-py
+
+
+def machine_made(entrypoint):
+    """Whether a session whose first ``entrypoint`` is this was started by a script or an SDK run
+    (interactive sessions say ``cli``; transcripts older than the field have none: a person's)."""
+    return isinstance(entrypoint, str) and entrypoint.startswith(MACHINE_ENTRYPOINTS)
 # What a conversation is read as (pages, a hit's neighbouring messages): everything but thinking.
 CONVERSATION_KINDS = tuple(k for k in KINDS if k != THINKING)
 
@@ -85,14 +92,15 @@ class Record:
     """One stored message part (a text, a tool call, a tool result, ...)."""
 
     __slots__ = ("uuid", "session_id", "role", "kind", "text", "timestamp", "cwd", "git_branch",
-                 "is_sidechain", "agent_id", "parent_session_id", "message_id", "slug")
+                 "is_sidechain", "agent_id", "parent_session_id", "message_id", "slug", "entrypoint")
 
     def __init__(self, uuid, session_id, role, kind, text, timestamp=None, cwd=None, git_branch=None,
-                 is_sidechain=False, agent_id=None, parent_session_id=None, message_id=None, slug=None):
+                 is_sidechain=False, agent_id=None, parent_session_id=None, message_id=None, slug=None,
+                 entrypoint=None):
         self.uuid, self.session_id, self.role, self.kind, self.text = uuid, session_id, role, kind, text
         self.timestamp, self.cwd, self.git_branch = timestamp, cwd, git_branch
         self.is_sidechain, self.agent_id, self.parent_session_id = is_sidechain, agent_id, parent_session_id
-        self.message_id, self.slug = message_id, slug
+        self.message_id, self.slug, self.entrypoint = message_id, slug, entrypoint
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -402,7 +410,7 @@ def _new_record(obj, ctx, role, kind, text, part):
         uuid if part == 0 else f"{uuid}#{part}", session, role, kind, text,
         timestamp=_str(obj.get("timestamp")), cwd=_str(obj.get("cwd")), git_branch=_str(obj.get("gitBranch")),
         is_sidechain=obj.get("isSidechain") is True, agent_id=agent, parent_session_id=parent,
-        message_id=message_id, slug=_str(obj.get("slug")),
+        message_id=message_id, slug=_str(obj.get("slug")), entrypoint=_str(obj.get("entrypoint")),
     )
 
 

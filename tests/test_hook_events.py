@@ -222,6 +222,26 @@ def test_recall_hints_off_says_nothing(tmp_path, monkeypatch):
     assert prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash again") is None
 
 
+def test_no_hint_points_at_a_session_a_script_made(tmp_path, monkeypatch):
+    """Issue 17: machine-made sessions (an sdk-* entrypoint, or recorded under CLAUDE_CHATS_MACHINE_MADE=1)
+    are no recall hints."""
+    prompt = "the nectarine importer drops manifest rows with a trailing slash again"
+    monkeypatch.setenv("CLAUDE_CHATS_MACHINE_MADE", "1")
+    new = history(tmp_path)
+    assert rows("sess-old")
+    assert prompt_submit(new, prompt) is None
+    monkeypatch.delenv("CLAUDE_CHATS_MACHINE_MADE")
+    sdk = tmp_path / "sess-sdk.jsonl"
+    sdk.write_bytes(lines.encode(lines.user(prompt.replace(" again", ""), session="sess-sdk", entrypoint="sdk-ts")))
+    run_hook(sdk, session="sess-sdk")
+    assert prompt_submit(new, prompt) is None
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert dict(conn.execute("SELECT id, machine_made FROM sessions")) == {"sess-old": 1, "sess-sdk": 1}
+    finally:
+        conn.close()
+
+
 def test_the_hooks_default_is_the_settings():
     from claude_chats import config, hook
 

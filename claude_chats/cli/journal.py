@@ -73,6 +73,12 @@ def _size(path):
         return 0
 
 
+ORIGIN_OPTION = click.option(
+    "--origin", type=click.Choice(["human", "machine", "any"]), default="human", show_default=True,
+    help="human: sessions a person started; machine: those scripts and SDK runs started (claude -p, the Agent "
+         "SDK, CLAUDE_CHATS_MACHINE_MADE=1); any: both.")
+
+
 @click.command("search")
 @click.argument("query")
 @click.option("--mode", type=click.Choice(["hybrid", "semantic", "fulltext"]), default="hybrid", show_default=True,
@@ -87,10 +93,11 @@ def _size(path):
 @click.option("--kind", "kinds", multiple=True, help="Message kinds to search (default: text, tool_use, "
               "tool_result, compact_summary).")
 @click.option("--per-session", default=2, show_default=True, type=click.IntRange(0), help="0: no cap.")
+@ORIGIN_OPTION
 @click.option("--local", is_flag=True, help="Search the local journal only, not Postgres.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the MCP tool's shape).")
 def search_cmd(query, mode, limit, project, session_id, role, since, until, no_subagents, kinds, per_session,
-               local, as_json):
+               origin, local, as_json):
     """Search the conversations: Postgres when configured, else (or when unreachable) the local journal."""
     from ..stores import open_searcher
 
@@ -98,7 +105,7 @@ def search_cmd(query, mode, limit, project, session_id, role, since, until, no_s
     try:
         result = searcher.search(query, limit=limit, mode=mode, project_path=project, session_id=session_id,
                                  role=role, since=since, until=until, include_subagents=not no_subagents,
-                                 kinds=kinds or None, per_session=per_session, max_chars=None)
+                                 kinds=kinds or None, per_session=per_session, max_chars=None, origin=origin)
     finally:
         searcher.close()
     if as_json:
@@ -139,11 +146,12 @@ def show_cmd(session_id, start, end, as_json):
 @click.command("sessions")
 @click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--project", help="Only sessions in this project folder (or below it).")
+@ORIGIN_OPTION
 @click.option("--json", "as_json", is_flag=True)
-def sessions_cmd(limit, project, as_json):
+def sessions_cmd(limit, project, origin, as_json):
     """List recent sessions."""
     with _journal() as journal:
-        rows = journal.sessions(limit=limit, project=project)
+        rows = journal.sessions(limit=limit, project=project, origin=origin)
     if as_json:
         emit_json(rows)
         return

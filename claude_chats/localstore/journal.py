@@ -72,10 +72,13 @@ class Journal:
             raise SessionNotFound(f"no session {session_id!r} in the journal (see `chats sessions`)")
         return rows[0]
 
-    def sessions(self, limit=20, project=None, include_subagents=True):
+    def sessions(self, limit=20, project=None, include_subagents=True, origin="any"):
+        """The most recent sessions; ``origin``: "human", "machine" or "any" (``search.core.ORIGINS``)."""
         where, args = _project_filter(project, "s.project_path")
         if not include_subagents:
             where.append("s.agent_id IS NULL")
+        if origin in ("human", "machine"):
+            where.append(f"s.machine_made = {int(origin == 'machine')}")
         sql = (f"SELECT {_SESSION_COLUMNS} FROM sessions s {_where(where)} "
                "ORDER BY coalesce(s.last_at, s.updated_at) DESC LIMIT ?")
         return _dicts(self.conn.execute(sql, (*args, limit)))
@@ -143,7 +146,7 @@ class Journal:
 
 _SESSION_COLUMNS = f"""s.id AS session_id, {db.session_name()} AS name,
     s.name AS custom_title, s.ai_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
-    s.first_at, s.last_at, s.machine, s.next_seq AS message_count"""
+    s.first_at, s.last_at, s.machine, s.next_seq AS message_count, s.entrypoint, s.machine_made"""
 _MESSAGE_COLUMNS = "uuid, seq, role, kind, content, created_at, message_id, is_sidechain, copy"
 
 

@@ -19,7 +19,7 @@ from .db import Immediate
 
 _CONVERSATION_SQL = f"""
 SELECT id, project_path, git_branch, {db.session_name(None)}, first_at, last_at,
-       parent_session_id, agent_id, machine, updated_at
+       parent_session_id, agent_id, machine, updated_at, entrypoint, machine_made
 FROM sessions"""
 
 
@@ -79,9 +79,9 @@ def timestamp(value):
 
 
 def _conversation(row):
-    (sid, project, branch, name, first, last, parent, agent, machine, updated) = row
+    (sid, project, branch, name, first, last, parent, agent, machine, updated, entrypoint, machine_made) = row
     return Conversation(sid, project, branch, name, timestamp(first), timestamp(last), parent, agent,
-                        machine, timestamp(updated))
+                        machine, timestamp(updated), entrypoint, bool(machine_made))
 
 
 def pending_raw_lines(conn, limit=500, after_id=0, redact=None):

@@ -29,16 +29,18 @@ class IngestStats:
     (the hook reads the setting only on turns that store).
     ``before_commit(conn, stats)``: run inside each write transaction, last
     (the hook records its ``last_hook`` state there instead of in one more
-    transaction).
+    transaction). ``machine_made``: every session stored is flagged machine-made, whatever its
+    ``entrypoint`` (the hook under ``CLAUDE_CHATS_MACHINE_MADE=1``).
     """
 
     __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors", "commits",
-                 "redact", "resolve_redact", "before_commit")
+                 "redact", "resolve_redact", "before_commit", "machine_made")
 
-    def __init__(self, redact=None, resolve_redact=None, before_commit=None):
+    def __init__(self, redact=None, resolve_redact=None, before_commit=None, machine_made=False):
         self.files = self.bytes = self.messages = self.duplicates = self.commits = 0
         self.skipped, self.sessions, self.errors = {}, set(), []
         self.redact, self.resolve_redact, self.before_commit = redact, resolve_redact, before_commit
+        self.machine_made = machine_made
 
     def redactor(self):
         if self.resolve_redact is not None:
@@ -173,7 +175,7 @@ def _store(conn, result, file_id, stats, machine):
     if records:
         records = _claim_final_answers(conn, records, clean, file_id, stats)
     if records:
-        sessions = _upsert_sessions(conn, records, machine)
+        sessions = _upsert_sessions(conn, records, machine, stats.machine_made)
         stats.sessions.update(sessions)
         conn.executemany(
             "INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at, message_id, "
@@ -315,8 +317,8 @@ def _claim_final_answers(conn, records, clean, file_id, stats):
 
 _UPSERT_SESSION = """
 INSERT INTO sessions (id, parent_session_id, agent_id, project_path, git_branch, slug, first_at, last_at,
-                      machine, next_seq, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      machine, next_seq, updated_at, entrypoint, machine_made)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
     parent_session_id = coalesce(sessions.parent_session_id, excluded.parent_session_id),
     agent_id = coalesce(sessions.agent_id, excluded.agent_id),
@@ -327,11 +329,14 @@ ON CONFLICT (id) DO UPDATE SET
     last_at = coalesce(max(sessions.last_at, excluded.last_at), sessions.last_at, excluded.last_at),
     machine = coalesce(sessions.machine, excluded.machine),
     next_seq = excluded.next_seq,
-    updated_at = excluded.updated_at
-"""
+    updated_at = excluded.updated_at,
+    entrypoint = coalesce(sessions.entrypoint, excluded.entrypoint),
+    machine_made = CASE WHEN ? THEN 1 WHEN sessions.entrypoint IS NOT NULL THEN sessions.machine_made
+                        ELSE excluded.machine_made END
+"""   # machine-made: by the session's first entrypoint (once known), or by the hook's CLAUDE_CHATS_MACHINE_MADE
 
 
-def _upsert_sessions(conn, records, machine):
+def _upsert_sessions(conn, records, machine, forced=False):
     """Give each new record its sequence number and bring its session row up to date."""
     info = {}
     for pair in records:
@@ -340,7 +345,7 @@ def _upsert_sessions(conn, records, machine):
         if s is None:
             rows = conn.execute("SELECT next_seq FROM sessions WHERE id = ?", (r.session_id,)).fetchall()
             s = info[r.session_id] = {"next": rows[0][0] if rows else 0, "first": None, "last": None,
-                                      "cwd": None, "branch": None, "slug": None, "rec": r}
+                                      "cwd": None, "branch": None, "slug": None, "entry": None, "rec": r}
         pair[1] = s["next"]
         s["next"] += 1
         if r.timestamp:
@@ -349,10 +354,13 @@ def _upsert_sessions(conn, records, machine):
         s["cwd"] = s["cwd"] or r.cwd
         s["branch"] = r.git_branch or s["branch"]
         s["slug"] = s["slug"] or r.slug
+        s["entry"] = s["entry"] or r.entrypoint
     stamp = now_iso()
     conn.executemany(_UPSERT_SESSION, [
         (sid, s["rec"].parent_session_id, s["rec"].agent_id, s["cwd"], s["branch"], s["slug"], s["first"],
-         s["last"], machine, s["next"], stamp) for sid, s in info.items()])
+         s["last"], machine, s["next"], stamp, s["entry"], int(forced or transcript.machine_made(s["entry"])),
+         int(forced))
+        for sid, s in info.items()])
     return info.keys()
 
 

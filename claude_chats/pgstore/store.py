@@ -34,7 +34,7 @@ DROP_LOCK_TIMEOUT = "2s"  # dropping an index for a bulk load waits this long fo
 _TEMP_TABLES = """
 CREATE TEMP TABLE push_conversations (
     session_id text, project_path text, git_branch text, name text, started_at text, last_at text,
-    parent_session_id text, agent_id text, machine text, updated_at text
+    parent_session_id text, agent_id text, machine text, updated_at text, entrypoint text, machine_made boolean
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_messages (
     message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text,
@@ -48,7 +48,7 @@ CREATE TEMP TABLE push_chunks (
 ) ON COMMIT DELETE ROWS;
 """
 
-_CONVERSATION_TYPES = ["text"] * 10
+_CONVERSATION_TYPES = ["text"] * 11 + ["bool"]
 _MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text", "bool"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
 _RAW_LINE_TYPES = ["text", "text", "int4", "text", "bytea", "text"]
@@ -64,6 +64,7 @@ def _changed(old, new):
    OR ({new}.updated_at = {old}.updated_at
        AND ({new}.name, {new}.git_branch, {new}.project_path)
            IS DISTINCT FROM ({old}.name, {old}.git_branch, {old}.project_path))
+   OR ({new}.machine_made AND NOT {old}.machine_made)
    OR {new}.last_at > {old}.last_at OR {new}.started_at < {old}.started_at
    OR ({old}.last_at IS NULL AND {new}.last_at IS NOT NULL)
    OR ({old}.started_at IS NULL AND {new}.started_at IS NOT NULL))"""
@@ -73,10 +74,11 @@ _NEWER = "(conversations.updated_at IS NULL OR excluded.updated_at >= conversati
 
 _UPSERT_CONVERSATIONS = f"""
 INSERT INTO conversations (session_id, project_path, git_branch, name, started_at, last_at,
-                           parent_session_id, agent_id, machine, updated_at)
+                           parent_session_id, agent_id, machine, updated_at, entrypoint, machine_made)
 SELECT * FROM (
     SELECT DISTINCT ON (session_id) session_id, project_path, git_branch, name, started_at::timestamptz,
-           last_at::timestamptz, parent_session_id, agent_id, machine, updated_at::timestamptz
+           last_at::timestamptz, parent_session_id, agent_id, machine, updated_at::timestamptz, entrypoint,
+           coalesce(machine_made, false) AS machine_made
     FROM push_conversations ORDER BY session_id, updated_at DESC NULLS LAST
 ) t
 WHERE NOT EXISTS (SELECT 1 FROM conversations c WHERE c.session_id = t.session_id AND NOT {_changed("c", "t")})
@@ -89,7 +91,9 @@ ON CONFLICT (session_id) DO UPDATE SET
     agent_id = coalesce(conversations.agent_id, excluded.agent_id),
     started_at = least(conversations.started_at, excluded.started_at),
     last_at = greatest(conversations.last_at, excluded.last_at),
-    updated_at = greatest(conversations.updated_at, excluded.updated_at)
+    updated_at = greatest(conversations.updated_at, excluded.updated_at),
+    entrypoint = coalesce(conversations.entrypoint, excluded.entrypoint),
+    machine_made = conversations.machine_made OR excluded.machine_made
 WHERE {_changed("conversations", "excluded")}
 """
 

@@ -49,6 +49,7 @@ from .core import (
     Filters,
     Plan,
     cap_per_session,
+    check_origin,
     query_terms,
     shorten,
 )
@@ -367,13 +368,14 @@ class Searcher:
                 backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars),
                 missing_ok=True)
 
-    def recent_sessions(self, limit=10, project_path=None, include_subagents=False):
-        """The most recent conversations, newest first."""
+    def recent_sessions(self, limit=10, project_path=None, include_subagents=False, origin="human"):
+        """The most recent conversations, newest first (``origin``: ``core.ORIGINS``)."""
         project = project_path.rstrip("/") or "/" if project_path else None
+        origin = check_origin(origin)
         with self._lock:
             return self._each_backend(lambda backend, notes: {
                 "source": backend.source, "notes": list(notes),
-                "sessions": [_session_dict(s) for s in backend.sessions(limit, project, include_subagents)]})
+                "sessions": [_session_dict(s) for s in backend.sessions(limit, project, include_subagents, origin)]})
 
 
 def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars):
