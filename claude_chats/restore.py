@@ -10,64 +10,14 @@ already there is left alone when it differs (``force`` replaces it, keeping the 
 """
 
 import os
-import shlex
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import config, paths, rawlines
+from . import config, rawlines
+from .claudecode import resume_command, root_session, transcript_path
 from .errors import PostgresError, RestoreError
 from .localstore.journal import Journal
 from .pgstore.store import PgStore
-
-NAME_LIMIT = 200   # Claude Code's limit on a project folder name; longer ones are cut and hashed
-
-
-def project_folder_name(project_path):
-    """The folder Claude Code keeps a project's transcripts in: every character but ASCII letters
-    and digits as ``-``; past 200 characters, the first 200 and a hash of the path (as 2.1.332 does)."""
-    name = "".join(c if c.isascii() and c.isalnum() else "-" for c in project_path)
-    if len(name) <= NAME_LIMIT:
-        return name
-    return f"{name[:NAME_LIMIT]}-{_base36(abs(_java_hash(project_path)))}"
-
-
-def _java_hash(text):
-    """JavaScript's ``(h << 5) - h + charCode | 0`` over UTF-16 code units."""
-    h = 0
-    units = text.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(units), 2):
-        h = ((h << 5) - h + int.from_bytes(units[i:i + 2], "little")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def _base36(number):
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while True:
-        number, rest = divmod(number, 36)
-        out = digits[rest] + out
-        if not number:
-            return out
-
-
-def transcript_path(session_id, project_path, projects_dir=None):
-    """Where Claude Code keeps the transcript of ``session_id`` made in ``project_path``."""
-    folder = os.path.join(projects_dir or paths.claude_projects_dir(), project_folder_name(project_path))
-    return os.path.join(folder, f"{session_id}.jsonl")
-
-
-def resume_command(session_id, project_path=None):
-    """The line that resumes a session in Claude Code (a subagent: its parent session)."""
-    root = session_id.split(":agent-")[0]
-    command = f"claude --resume {shlex.quote(root)}"
-    return f"cd {shlex.quote(project_path)} && {command}" if project_path else command
-
-
-def transcript_exists(session_id, project_path, projects_dir=None):
-    """Whether Claude Code's transcript of the session (a subagent: its parent's) is on disk."""
-    return bool(project_path) and os.path.exists(transcript_path(session_id.split(":agent-")[0], project_path,
-                                                                 projects_dir))
-
 
 @dataclass
 class RestoredFile:
@@ -98,7 +48,7 @@ def restore(session_id, to=None, dry_run=False, force=False, settings=None, jour
     ``RestoreError`` when no lines are kept anywhere, or when a transcript there differs and
     ``force`` is not set (nothing is written then). ``dry_run``: the report only, nothing written.
     """
-    session_id = session_id.split(":agent-")[0]
+    session_id = root_session(session_id)
     project, kept, source = _kept(session_id, settings, journal)
     project = os.path.abspath(os.path.expanduser(to)) if to else project
     if not project:

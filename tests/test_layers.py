@@ -19,7 +19,7 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "claude_chats"
 
 GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "rawlines", "hosts", "times", "records", "faults",
-          "words"}
+          "words", "claudecode"}
 STORES = ("localstore", "pgstore")
 ABOVE_STORES = ("sync", "stores", "purge", "restore", "config", "status", "doctor", "install", "evaluate", "hook", "mcp", "cli")
 

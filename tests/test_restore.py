@@ -1,7 +1,7 @@
 """Issue 17: ``chats restore`` (claude_chats/restore.py) writes a session back where Claude Code looks.
 
 The real CLI resuming what it writes: tests/claude_code/test_restore.py. Here: the folder Claude
-Code uses, subagents beside their parent, never overwriting a different file, the lines from
+Code uses (its naming: tests/test_claudecode.py), subagents beside their parent, never overwriting a different file, the lines from
 Postgres when the journal has none (redacted inside their JSON), purges reaching them.
 """
 
@@ -17,7 +17,8 @@ from claude_chats.errors import RestoreError
 from claude_chats.localstore.erase import Target
 from claude_chats.localstore.journal import Journal
 from claude_chats.purge import purge
-from claude_chats.restore import project_folder_name, restore, transcript_path
+from claude_chats.claudecode import transcript_path
+from claude_chats.restore import restore
 from claude_chats.sync.runner import run_sync
 from tests.support import ROOT, lines
 from tests.support.cli import chats
@@ -27,17 +28,6 @@ FIXTURES = ROOT / "tests" / "claude_code" / "fixtures"
 SESSION = "21d465c4-7100-437b-b1c4-101f4e63db35"       # print-subagent: a turn with a subagent
 AGENT = "a2848ca3cd1b3d814"
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-
-
-@pytest.mark.parametrize("project, folder", [
-    ("/tmp/exp/run1/proj", "-tmp-exp-run1-proj"),
-    ("/home/me/my_project.v2/ü", "-home-me-my-project-v2--"),
-    # what Claude Code 2.1.332 named the folder of this path (a run of the real CLI): cut and hashed
-    ("/tmp/exp/run1/p_" + "x" * 120 + "/" + "y" * 120,
-     "-tmp-exp-run1-p-" + "x" * 120 + "-" + "y" * 63 + "-k7uiuo"),
-])
-def test_the_project_folder_is_the_one_claude_code_uses(project, folder):
-    assert project_folder_name(project) == folder
 
 
 def _recorded(journal_path=None):

@@ -111,6 +111,8 @@ def search_cmd(query, mode, limit, project, session_id, role, since, until, no_s
     if as_json:
         emit_json(result)
         return
+    from ..claudecode import resume_line
+
     for note in result["notes"]:
         click.echo(f"note: {note}", err=True)
     for hit in result["hits"]:
@@ -120,6 +122,7 @@ def search_cmd(query, mode, limit, project, session_id, role, since, until, no_s
         click.echo(f"    {one_line(hit['text'], 200)}")
         for ctx in hit["context"]:
             click.echo(f"      #{ctx['seq']} {ctx['role']}: {one_line(ctx['text'], 120)}")
+        click.echo(f"    resume: {resume_line(hit['session_id'], hit['project_path'])}")
 
 
 @click.command("show")
@@ -149,17 +152,20 @@ def show_cmd(session_id, start, end, as_json):
 @ORIGIN_OPTION
 @click.option("--json", "as_json", is_flag=True)
 def sessions_cmd(limit, project, origin, as_json):
-    """List recent sessions."""
+    """List recent sessions, each with the line that resumes it in Claude Code."""
     with _journal() as journal:
         rows = journal.sessions(limit=limit, project=project, origin=origin)
     if as_json:
         emit_json(rows)
         return
+    from ..claudecode import resume_line
+
     if not rows:
         click.echo("no sessions (run `chats import`)")
     for s in rows:
         click.echo(f"{s['session_id']}  {s['last_at'] or '':24}  {s['message_count']:5d} msgs  "
                    f"{one_line(s['name'] or '', 50):50}  {s['project_path'] or ''}")
+        click.echo(f"    {resume_line(s['session_id'], s['project_path'])}")
 
 
 @click.command("restore")
