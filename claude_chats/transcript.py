@@ -17,7 +17,7 @@ the C scanner (``jsonl``) and regular expressions are compiled only when a
 line needs one, so plain lines cost neither ``json`` nor ``re``.
 """
 
-from . import jsonl, rawlines
+from . import capture, jsonl, rawlines
 
 # Record kinds. DEFAULT_KINDS are what search covers unless asked otherwise.
 TEXT = "text"                      # typed by the person, or the assistant's prose
@@ -140,13 +140,18 @@ class FileContext:
     ``keep_raw``: collect the lines ``chats restore`` needs (``ParseResult.raw``, see
     ``rawlines``); ``last_uuid`` (the last kept line's uuid, which keys the lines without one)
     is carried across calls too.
+
+    ``capture`` (carried across calls): None records the lines; ``"project"`` keeps the whole
+    file out, ``"off"`` the rest of it, ``"skip"`` the lines up to the next prompt (``capture``).
+    ``exclude``: a ``capture.ProjectFilter`` of the excluded projects, or None.
     """
 
-    __slots__ = ("fallback_session_id", "agent_id", "warmup", "keep_raw", "last_uuid")
+    __slots__ = ("fallback_session_id", "agent_id", "warmup", "keep_raw", "last_uuid", "capture", "exclude")
 
-    def __init__(self, fallback_session_id=None, agent_id=None, warmup=None, keep_raw=True, last_uuid=None):
+    def __init__(self, fallback_session_id=None, agent_id=None, warmup=None, keep_raw=True, last_uuid=None,
+                 capture=None, exclude=None):
         self.fallback_session_id, self.agent_id, self.warmup = fallback_session_id, agent_id, warmup
-        self.keep_raw, self.last_uuid = keep_raw, last_uuid
+        self.keep_raw, self.last_uuid, self.capture, self.exclude = keep_raw, last_uuid, capture, exclude
 
     @classmethod
     def for_path(cls, path):
@@ -233,10 +238,16 @@ def parse_lines(data, ctx, final=False):
     end = len(data) if final else data.rfind(b"\n") + 1
     result.consumed = end
     seen_blocks = set()
-    for raw in data[:end].split(b"\n"):
+    chunk = data[:end].split(b"\n")
+    if ctx.exclude and ctx.capture != "project" and _names_excluded_project(chunk, ctx.exclude):
+        ctx.capture = "project"
+    for raw in chunk:
         if not raw.strip():
             continue
         result.lines += 1
+        if ctx.capture == "project" or ctx.capture == "off":   # not even read
+            result.skip(_KEPT_OUT[ctx.capture])
+            continue
         obj = _loads(raw)
         whole = obj is not _INVALID
         if not whole:
@@ -247,14 +258,47 @@ def parse_lines(data, ctx, final=False):
         if not isinstance(obj, dict):
             result.skip("not an object")
             continue
+        records, titles = len(result.records), len(result.titles)
         try:
             _parse_object(obj, ctx, result, seen_blocks)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError):
             result.skip("malformed record")
             continue
+        if (ctx.capture is not None or len(result.records) > records) and _kept_out(ctx, result, records):
+            del result.records[records:], result.titles[titles:]
+            result.skip(_KEPT_OUT[ctx.capture])
+            uuid = rawlines.uuid_of(obj)
+            if ctx.keep_raw and uuid and ctx.capture == "skip":   # the chain goes on after the turn
+                result.raw.append((_envelope(obj, ctx)[0], uuid, rawlines.parent_of(obj), None, None))
+            continue
         if ctx.keep_raw and whole and not (ctx.agent_id and ctx.warmup):
             _keep_raw(obj, raw, ctx, result)
     return result
+
+
+_KEPT_OUT = {"project": "kept out: excluded project", "off": "kept out: #chats-off",
+             "skip": "kept out: #chats-skip"}
+
+
+def _names_excluded_project(lines, exclude):
+    """Whether a line of the chunk has an excluded ``cwd`` (then the whole file is kept out, from
+    its first line: a summary or title line before it must not be stored either)."""
+    return any(cwd is not None and exclude(cwd) for cwd in {capture.cwd_of(raw) for raw in lines if b'"cwd"' in raw})
+
+
+def _kept_out(ctx, result, first):
+    """Whether the line whose records start at ``first`` is kept out, moving ``ctx.capture`` on: a
+    prompt with a marker starts keeping out, the next prompt without one ends a ``#chats-skip``."""
+    prompt = next((r.text for r in result.records[first:] if r.role == "user" and r.kind == TEXT), None)
+    if prompt is not None and not ctx.agent_id:
+        said = capture.marker(prompt)
+        if said is not None:
+            ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
+            return True
+        if ctx.capture == "skip":
+            ctx.capture = None
+            return False
+    return ctx.capture is not None
 
 
 def _keep_raw(obj, raw, ctx, result):

@@ -19,7 +19,7 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "claude_chats"
 
 GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "rawlines", "hosts", "times", "records", "faults",
-          "words", "claudecode"}
+          "words", "claudecode", "capture"}
 STORES = ("localstore", "pgstore")
 ABOVE_STORES = ("sync", "stores", "purge", "restore", "config", "status", "doctor", "install", "evaluate", "hook", "mcp", "cli")
 
@@ -154,6 +154,7 @@ MODULES_ROOMS = {room(name) for name in MODULES}
 # background sync). Growing this list costs every Claude Code turn: measure with bench_hook.py first.
 HOOK_PATH = {"claude_chats", "claude_chats.hook", "claude_chats.jsonl", "claude_chats.paths",
              "claude_chats.errors", "claude_chats.times", "claude_chats.transcript", "claude_chats.rawlines",
+             "claude_chats.capture",
              "claude_chats.localstore", "claude_chats.localstore.db", "claude_chats.localstore.writer",
              "claude_chats.localstore.recall",
              "claude_chats.sync", "claude_chats.sync.background", "claude_chats.sync.lock"}

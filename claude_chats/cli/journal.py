@@ -29,7 +29,9 @@ def import_cmd(sources, as_json):
     from .. import config
     from ..localstore.journal import discover
 
-    redact = config.journal_redactor()   # the journal_redact setting: store redacted text
+    settings = config.load(validate=False)
+    redact = config.journal_redactor(settings)   # the journal_redact setting: store redacted text
+    exclude = config.project_filter(settings)    # exclude_projects: never stored
     roots = sources or [paths.claude_projects_dir()]
     if not sources and not os.path.isdir(roots[0]):
         raise click.ClickException(f"no transcripts folder at {roots[0]} (pass a folder or file to import)")
@@ -37,9 +39,9 @@ def import_cmd(sources, as_json):
     started = time.perf_counter()
     with _journal() as journal:
         if is_tty() and not as_json:
-            stats = _import_with_progress(journal, files, redact)
+            stats = _import_with_progress(journal, files, redact, exclude)
         else:
-            stats = journal.import_files(files, redact=redact)
+            stats = journal.import_files(files, redact=redact, exclude=exclude)
     summary = stats.as_dict()
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary["mb_per_second"] = round(summary["bytes"] / 1e6 / max(summary["seconds"], 1e-9), 1)
@@ -56,14 +58,15 @@ def import_cmd(sources, as_json):
         click.echo(f"  error: {error}", err=True)
 
 
-def _import_with_progress(journal, files, redact):
+def _import_with_progress(journal, files, redact, exclude):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     sizes = {f: _size(f) for f in files}
     columns = (TextColumn("importing"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task("import", total=sum(sizes.values()))
-        return journal.import_files(files, on_file=lambda f: progress.advance(task, sizes[f]), redact=redact)
+        return journal.import_files(files, on_file=lambda f: progress.advance(task, sizes[f]), redact=redact,
+                                    exclude=exclude)
 
 
 def _size(path):

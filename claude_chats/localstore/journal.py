@@ -33,10 +33,11 @@ class Journal:
 
     # -- writing -----------------------------------------------------------
 
-    def import_files(self, files, on_file=None, redact=None):
+    def import_files(self, files, on_file=None, redact=None, exclude=None):
         """Ingest each transcript file from its cursor; errors are counted, not raised.
-        ``redact``: text -> text applied to what is stored (the ``journal_redact`` setting)."""
-        stats = writer.IngestStats(redact=redact)
+        ``redact``: text -> text applied to what is stored (the ``journal_redact`` setting);
+        ``exclude``: a ``capture.ProjectFilter`` (the ``exclude_projects`` setting)."""
+        stats = writer.IngestStats(redact=redact, exclude=exclude)
         machine = writer.machine_name()
         for path in files:
             try:

@@ -13,6 +13,7 @@ stored (``chats redact --journal``).
 import os
 import stat
 import time
+import zlib
 
 from .. import jsonl, rawlines, transcript
 from ..times import now_iso
@@ -30,17 +31,18 @@ class IngestStats:
     ``before_commit(conn, stats)``: run inside each write transaction, last
     (the hook records its ``last_hook`` state there instead of in one more
     transaction). ``machine_made``: every session stored is flagged machine-made, whatever its
-    ``entrypoint`` (the hook under ``CLAUDE_CHATS_MACHINE_MADE=1``).
+    ``entrypoint`` (the hook under ``CLAUDE_CHATS_MACHINE_MADE=1``). ``exclude``: a
+    ``capture.ProjectFilter`` of the ``exclude_projects`` setting (None: no project is excluded).
     """
 
     __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors", "commits",
-                 "redact", "resolve_redact", "before_commit", "machine_made")
+                 "redact", "resolve_redact", "before_commit", "machine_made", "exclude")
 
-    def __init__(self, redact=None, resolve_redact=None, before_commit=None, machine_made=False):
+    def __init__(self, redact=None, resolve_redact=None, before_commit=None, machine_made=False, exclude=None):
         self.files = self.bytes = self.messages = self.duplicates = self.commits = 0
         self.skipped, self.sessions, self.errors = {}, set(), []
         self.redact, self.resolve_redact, self.before_commit = redact, resolve_redact, before_commit
-        self.machine_made = machine_made
+        self.machine_made, self.exclude = machine_made, exclude
 
     def redactor(self):
         if self.resolve_redact is not None:
@@ -86,19 +88,25 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
 
 
 def _cursor(conn, path):
-    rows = conn.execute("SELECT id, device, inode, offset, warmup, tail, last_uuid FROM transcripts WHERE path = ?",
-                        (path,)).fetchall()
+    rows = conn.execute("SELECT id, device, inode, offset, warmup, tail, last_uuid, capture FROM transcripts "
+                        "WHERE path = ?", (path,)).fetchall()
     return rows[0] if rows else None
 
 
 TAIL_BYTES = 64
 
 
-def _tail(fh, offset):
-    """The (at most ``TAIL_BYTES``) bytes just before ``offset``: where the last stored line ended."""
+CHECKSUM = b"\x00crc32:"   # a tail kept as its checksum (no line ends with a NUL)
+
+
+def _tail(fh, offset, checksum=False):
+    """The (at most ``TAIL_BYTES``) bytes just before ``offset``: where the last stored line ended;
+    ``checksum``: their CRC-32 instead, for a file whose lines are kept out (their text must not be
+    stored, even 64 bytes of it)."""
     start = max(0, offset - TAIL_BYTES)
     fh.seek(start)
-    return fh.read(offset - start)
+    tail = fh.read(offset - start)
+    return CHECKSUM + b"%08x" % zlib.crc32(tail) if checksum else tail
 
 
 def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
@@ -108,7 +116,7 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         cursor = _cursor(conn, path)
         same_file = cursor is not None and cursor[1] == st.st_dev and cursor[2] == st.st_ino
         offset = cursor[3] if same_file and cursor[3] <= st.st_size else 0
-        if offset and cursor[5] is not None and _tail(fh, offset) != cursor[5]:
+        if offset and cursor[5] is not None and _tail(fh, offset, cursor[5].startswith(CHECKSUM)) != cursor[5]:
             offset = 0   # rewritten in place: what was before the offset is not what was read
         warmup = cursor[4] if same_file and offset else None
         if cursor is None:
@@ -121,6 +129,9 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         ctx = transcript.FileContext.for_path(path)
         ctx.warmup = None if warmup is None else bool(warmup)
         ctx.last_uuid = cursor[6] if same_file and offset else None
+        # what is kept out stays out, whatever becomes of the file (re-read, replaced by a restore)
+        ctx.capture = cursor[7] if cursor is not None else _inherited_capture(conn, path, ctx)
+        ctx.exclude = stats.exclude
         result = transcript.parse_lines(data, ctx)
         if ctx.agent_id and ctx.fallback_session_id and result.records:
             _subagent_title(path, ctx, result)
@@ -132,13 +143,50 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         _store(conn, result, file_id, stats, machine)
         end = offset + result.consumed
         conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, last_uuid = ?, "
-                     "updated_at = ? WHERE id = ?",
-                     (st.st_dev, st.st_ino, end, None if ctx.warmup is None else int(ctx.warmup), _tail(fh, end),
-                      ctx.last_uuid, now_iso(), file_id))
+                     "capture = ?, updated_at = ? WHERE id = ?",
+                     (st.st_dev, st.st_ino, end, None if ctx.warmup is None else int(ctx.warmup),
+                      _tail(fh, end, ctx.capture is not None),
+                      ctx.last_uuid, ctx.capture, now_iso(), file_id))
         stats.commits += 1
         if stats.before_commit is not None:
             stats.before_commit(conn, stats)
         return result.consumed == 0 or offset + result.consumed >= st.st_size
+
+
+def _inherited_capture(conn, path, ctx):
+    """A subagent's transcript, read for the first time, is kept out whole when its session's lines
+    are being kept out (an excluded project, a #chats-off session, a #chats-skip turn)."""
+    parent = parent_transcript(path) if ctx.agent_id else None
+    if parent is None:
+        return None
+    rows = conn.execute("SELECT capture FROM transcripts WHERE path = ?", (parent,)).fetchall()
+    return "project" if rows and rows[0][0] is not None else None
+
+
+def parent_transcript(path):
+    """``<dir>/<session>.jsonl`` of a 2.1+ subagent's ``<dir>/<session>/subagents/agent-<id>.jsonl``, or None."""
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) != "subagents":
+        return None
+    return os.path.dirname(folder) + ".jsonl"
+
+
+def capture_of(conn, path):
+    """The file's capture state (None: its lines are recorded; see ``transcript.FileContext``)."""
+    rows = conn.execute("SELECT capture FROM transcripts WHERE path = ?", (os.path.abspath(path),)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def keep_out(conn, path, state):
+    """Keep the lines of ``path`` out from now on (``"skip"``: the turn a prompt starts, ``"off"``: the
+    rest): what the hook does at UserPromptSubmit when the prompt has a marker, before Claude Code
+    writes the prompt line. A state only grows (nothing -> skip -> off; a kept-out project stays)."""
+    path = os.path.abspath(path)
+    with Immediate(conn):
+        conn.execute("INSERT INTO transcripts (path, offset, updated_at) VALUES (?, 0, ?) ON CONFLICT (path) DO NOTHING",
+                     (path, now_iso()))
+        conn.execute("UPDATE transcripts SET capture = ? WHERE path = ? AND (capture IS NULL OR "
+                     "(capture = 'skip' AND ? = 'off'))", (state, path, state))
 
 
 def _subagent_title(path, ctx, result):
@@ -243,7 +291,7 @@ def _new_records(conn, records, stats):
 # -- a turn's final answer, from the Stop payload ------------------------------------------
 
 
-def record_final_answer(conn, session_id, text, stats, project_path=None, machine=None):
+def record_final_answer(conn, session_id, text, stats, project_path=None, machine=None, transcript_path=None):
     """Store a turn's final answer from the Stop hook's ``last_assistant_message`` when the
     transcript does not hold it yet; True when it was stored.
 
@@ -251,10 +299,11 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
     is then stored now, as the session's next message, and listed in ``final_answers``; when
     the line arrives (``_claim_final_answers``) the message takes the line's uuid, so the line
     is not stored twice and a re-read of the file finds it stored. Nothing is stored when the
-    session's last assistant text already is this answer (the line was there in time).
+    session's last assistant text already is this answer (the line was there in time), nor when the
+    lines of ``transcript_path`` are being kept out (``capture_of``).
     """
     text = transcript.clean_text(text) if isinstance(text, str) else ""
-    if not text:
+    if not text or (transcript_path and capture_of(conn, transcript_path) is not None):
         return False
     clean = stats.redactor()
     content = clean(text) if clean else text
