@@ -296,6 +296,10 @@ class _Rules:
         self.assign = re.compile(r"(?:secret|token|passw(?:or)?d|passphrase|pwd|key|credentials?)"
                                  r"(?P<tail>[A-Za-z0-9_.-]{0,30}?)[\"']?\s{0,4}(?::=|=>|[:=])\s{0,4}" + value,
                                  re.IGNORECASE)
+        # prose: "my password is Tr0ub4dor&3", "the passphrase was 'c0rrect horse'" (a password word, is/was, a value)
+        self.prose = re.compile(r"(?:passw(?:or)?d|passphrase|passcode)s?\s{1,4}(?:is|was)\s{1,4}"
+                                r"(?:now\s{1,4}|still\s{1,4}|set\s{1,4}to\s{1,4})?(?P<v>[^\s]{1,512}+)", re.IGNORECASE)
+        self.measure = re.compile(r"[0-9A-Za-z]{1,4}-[a-z]{3,}$")   # "8-characters", "2FA-protected": prose
         # --password value, --api-token=value
         self.flag = re.compile(r"(?:password|passwd|token|secret|key)(?P<tail>[A-Za-z-]{0,20}?)(?:=|\s+)" + value,
                                re.IGNORECASE)
@@ -383,6 +387,11 @@ def _header(text, i, word, rules, out):
 def _assignment(text, low, i, word, rules, out):
     """A secret assigned to a name holding ``word`` at ``i``."""
     m = rules.assign.match(text, i)
+    if m is None and word == "pass":
+        m = rules.prose.match(text, i)
+        if m is not None:
+            _prose_password(low, i, m, rules, out)
+            return
     if m is None:
         if low.find("--", max(0, i - 24), i) < 0:
             return
@@ -401,6 +410,28 @@ def _assignment(text, low, i, word, rules, out):
     kind = _assignment_kind(name, value)
     if _secretish(value, 6 if kind == "password" else 8, m if value_group == "bare" else None):
         out.append(Finding(kind, m.start(value_group), m.end(value_group)))
+
+
+_TRAILING = ".,;:!?)]}"
+_QUOTES = "\"'`“”‘’"
+
+
+def _prose_password(low, i, m, rules, out):
+    """A password given in a sentence ("my password is X"): the word after is/was, less the sentence's
+    punctuation and quotes around it, when it looks like a password (digits or symbols, not a word)."""
+    if i > 0 and low[i - 1].isalnum():       # "bypass", "MyPassword is ...": not the word password
+        return
+    start, end = m.start("v"), m.end("v")
+    text = m.string
+    while end > start and text[end - 1] in _TRAILING + _QUOTES:
+        end -= 1
+    while start < end and text[start] in _QUOTES:
+        start += 1
+    value = text[start:end]
+    if len(value) < 6 or value.isalpha() or rules.measure.match(value):
+        return
+    if _secretish(value, 6):
+        out.append(Finding("password", start, end))
 
 
 def _assignment_kind(name, value):

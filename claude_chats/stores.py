@@ -13,12 +13,19 @@ from .pgstore.search import PgLink
 from .pgstore.store import PgStore
 from .search.searcher import Searcher
 
+# seconds an MCP search waits for a network embedding provider before answering from full text
+# (the CLI waits embed_timeout): a model asking its memory must not wait on a silent server
+MODEL_EMBED_DEADLINE = 1.5
+
 
 def open_searcher(settings=None, journal_path=None, use_postgres=True, wait=1.5, retry_after=5.0,
-                  use_journal=True):
+                  use_journal=True, for_model=False):
     """A ``Searcher`` over the configured stores (``settings``: a ``config.Settings``; None: ``config.load()``).
 
     ``use_journal=False``: Postgres alone (``chats eval --store postgres``), no fallback.
+    ``for_model``: the results go to a model (the MCP server): with ``redact`` on, they are
+    redacted whichever store answers (DESIGN.md, Decisions), and a network embedding provider is
+    waited on at most ``MODEL_EMBED_DEADLINE`` seconds per search (then full text, with a note).
     """
     settings = settings or config.load()
     local = LocalSearch.open(journal_path) if use_journal else None
@@ -27,7 +34,9 @@ def open_searcher(settings=None, journal_path=None, use_postgres=True, wait=1.5,
         remote = PgLink(settings.database_url, settings.allow_insecure_remote, wait=wait, retry_after=retry_after)
         remote.start()
     # the configured embedded text: the space sync writes
-    return Searcher(local, remote, lambda: embedder(settings), redact=bool(settings.redact))
+    return Searcher(local, remote, lambda: embedder(settings), redact=bool(settings.redact),
+                    redact_results=bool(settings.redact) and for_model,
+                    provider_deadline=MODEL_EMBED_DEADLINE if for_model else None)
 
 
 def open_store(settings):

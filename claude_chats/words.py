@@ -7,11 +7,13 @@ Ground floor: the search kernel (both stores) and the hook's recall hints use th
 
 MATCH_ROWS = 2000         # "any word" matches at most about this many messages (see ``selective``)
 
+# Postgres' english stop words (tsearch_data/english.stop), and "could": what neither store searches
+# for, so that a query looks for the same words in both (a word Postgres drops must not count in the journal)
 STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before
-being below between both but by can could did do does doing down during each few for from further had has
+being below between both but by can could did do does doing don down during each few for from further had has
 have having he her here hers herself him himself his how i if in into is it its itself just me more most my
-myself no nor not now of off on once only or other our ours ourselves out over own same she should so some
-such than that the their theirs them themselves then there these they this those through to too under until
+myself no nor not now of off on once only or other our ours ourselves out over own s same she should so some
+such t than that the their theirs them themselves then there these they this those through to too under until
 up very was we were what when where which while who whom why will with you your yours yourself yourselves
 """.split())
 

@@ -286,23 +286,10 @@ def searcher_for(journal, provider, setup, url=None):
     if "header" in setup.changes:   # query vectors in the space of index_journal's HEADER vectors
         return Searcher(LocalSearch(journal), None, lambda: recipe.RecipeProvider(provider, recipe.HEADER))
     if url:
-        from claude_chats.pgstore.search import open_search
+        from claude_chats.pgstore.search import Connected, open_search
 
-        return Searcher(None, _Remote(open_search(url, **setup.backend_options())), lambda: setup.embedder(provider))
+        return Searcher(None, Connected(open_search(url, **setup.backend_options())), lambda: setup.embedder(provider))
     return Searcher(LocalSearch(journal, **setup.backend_options()), None, lambda: setup.embedder(provider))
-
-
-class _Remote:
-    """The searcher's ``remote``: always this Postgres backend."""
-
-    def __init__(self, backend):
-        self._backend = backend
-
-    def backend(self):
-        return self._backend
-
-    def close(self):
-        self._backend.close()
 
 
 def rank_turns(searcher, question, mode, dia_of, setup):

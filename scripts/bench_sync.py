@@ -173,7 +173,7 @@ class OneTransactionStore(store.PgStore):
             cur = self.conn.cursor()
             self._copy(cur, "push_conversations", store._CONVERSATION_TYPES, batch.conversations)
             conversations = cur.execute(store._UPSERT_CONVERSATIONS).rowcount
-            self._copy(cur, "push_messages", store._MESSAGE_TYPES, batch.messages)
+            self._copy(cur, "push_messages", store._MESSAGE_TYPES, store.message_rows(batch.messages))
             messages = cur.execute(store._INSERT_MESSAGES).rowcount
             if messages < len(batch.messages):
                 messages += cur.execute(store._INSERT_RENUMBERED).rowcount

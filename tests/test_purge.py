@@ -9,8 +9,8 @@ import pytest
 from claude_chats import config, paths, purge
 from claude_chats.localstore import erase, vectors
 from claude_chats.localstore.journal import Journal
-from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
+from claude_chats.sync.runner import run_sync
 from tests.support import lines
 from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder

@@ -248,6 +248,7 @@ def test_doctor_pgvector_missing_and_migrations_pending(healthy, pg_url, monkeyp
     import uuid
 
     import psycopg
+
     from tests.support.pg import with_database
     name = f"chats_doctor_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:

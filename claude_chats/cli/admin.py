@@ -188,6 +188,11 @@ def _show_purge(report, as_json):
     click.echo(f"postgres: {report.postgres}{detail}{why}")
     if report.postgres in ("queued", "would queue"):
         click.echo("  the next `chats sync` that reaches Postgres applies it, and every machine's sync after that")
+    scrub = report.postgres_scrub
+    if scrub.get("done"):
+        click.echo("  the deleted rows' bytes removed from Postgres' files: " + "; ".join(scrub["done"]))
+    for left in scrub.get("left", []):
+        click.echo(f"  left in Postgres: {left}")
     if not report.dry_run and local["transcripts"]:
         click.echo("Claude Code's own transcript files were not touched (delete them to forget everywhere):")
         for path in local["transcripts"]:

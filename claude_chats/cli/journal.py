@@ -149,15 +149,19 @@ def show_cmd(session_id, start, end, as_json):
         click.echo(m["content"])
 
 
+NAME_WIDTH = 50   # at most, in `chats sessions`; as wide as the longest name shown, none when none has one
+
+
 @click.command("sessions")
 @click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--project", help="Only sessions in this project folder (or below it).")
+@click.option("--subagents", is_flag=True, help="Also list subagent conversations (<session>:agent-<id>).")
 @ORIGIN_OPTION
 @click.option("--json", "as_json", is_flag=True)
-def sessions_cmd(limit, project, origin, as_json):
-    """List recent sessions, each with the line that resumes it in Claude Code."""
+def sessions_cmd(limit, project, subagents, origin, as_json):
+    """List recent sessions, newest first, each with the line that resumes it in Claude Code."""
     with _journal() as journal:
-        rows = journal.sessions(limit=limit, project=project, origin=origin)
+        rows = journal.sessions(limit=limit, project=project, include_subagents=subagents, origin=origin)
     if as_json:
         emit_json(rows)
         return
@@ -165,9 +169,11 @@ def sessions_cmd(limit, project, origin, as_json):
 
     if not rows:
         click.echo("no sessions (run `chats import`)")
-    for s in rows:
+    names = [one_line(s["name"] or "", NAME_WIDTH) for s in rows]
+    width = max(map(len, names), default=0)
+    for s, name in zip(rows, names):
         click.echo(f"{s['session_id']}  {s['last_at'] or '':24}  {s['message_count']:5d} msgs  "
-                   f"{one_line(s['name'] or '', 50):50}  {s['project_path'] or ''}")
+                   + (f"{name:{width}}  " if width else "") + (s["project_path"] or ""))
         click.echo(f"    {resume_line(s['session_id'], s['project_path'])}")
 
 

@@ -21,23 +21,43 @@ def list_cmd(as_json):
 
     settings = config.load()
     spaces = [row[:4] for row in _stored_spaces()]
-    providers = inventory.providers()
-    configured = {"provider": settings.provider, "model": settings.model, "dimensions": settings.dimensions}
+    providers = [(n, m, a, h, inventory.local_model(n)) for n, m, a, h in inventory.providers()]
+    mine = inventory.local_model(settings.provider, settings.model)
+    configured = {"provider": settings.provider, "model": settings.model, "dimensions": settings.dimensions,
+                  "model_status": mine[0], "model_detail": mine[1]}
     if as_json:
         emit_json({"configured": configured,
-                   "providers": [{"name": n, "default_model": m, "available": a, "install": h}
-                                 for n, m, a, h in providers],
+                   "providers": [{"name": n, "default_model": m, "library": a, "install": h, "model": st,
+                                  "model_detail": d, "available": a and st != "missing"}
+                                 for n, m, a, h, (st, d) in providers],
                    "spaces": [{"id": i, "key": s.key, "vectors": v, "messages": m} for i, s, v, m in spaces]})
         return
-    default = dict((n, m) for n, m, _, _ in providers).get(settings.provider)
+    default = dict((n, m) for n, m, *_ in providers).get(settings.provider)
     click.echo(f"configured: {settings.provider} {settings.model or f'{default} (default)'}"
-               + (f", {settings.dimensions} dimensions" if settings.dimensions else ""))
+               + (f", {settings.dimensions} dimensions" if settings.dimensions else "") + _model_text(*mine))
     click.echo("providers:")
-    for name, model, available, hint in providers:
-        click.echo(f"  {name:8s} default {model:32s} {'available' if available else 'missing: ' + hint}")
+    for name, model, available, hint, status in providers:
+        click.echo(f"  {name:8s} default {model:32s} "
+                   + (_provider_text(*status) if available else "missing: " + hint))
     click.echo("spaces in the journal:" if spaces else "spaces in the journal: none yet")
     for space_id, space, count, messages in spaces:
         click.echo(f"  #{space_id} {space.describe()}: {count} vectors, {messages} messages")
+
+
+def _model_text(status, detail):
+    if status == "found":
+        return f": model at {detail}"
+    if status == "missing":
+        return f": the model is not on this machine; {detail}"
+    return " (the model is on its server: `chats models check` asks it)"
+
+
+def _provider_text(status, detail):
+    if status == "found":
+        return "available"
+    if status == "missing":
+        return "library installed, default model not here: " + detail
+    return "library installed (model on its server)"
 
 
 @models_group.command("check")

@@ -16,13 +16,14 @@ def sync_cmd(as_json, batch_size):
     configured database the messages are embedded into the local journal only.
     """
     from ..errors import SyncLocked
-    from ..sync.runner import run_sync
+    from ..sync.runner import run_sync, terminate_as_interrupt
 
     try:
-        if is_tty() and not as_json:
-            report = _with_progress(run_sync, batch_size)
-        else:
-            report = run_sync(batch_size=batch_size)
+        with terminate_as_interrupt():
+            if is_tty() and not as_json:
+                report = _with_progress(run_sync, batch_size)
+            else:
+                report = run_sync(batch_size=batch_size)
     except SyncLocked as exc:
         if as_json:
             emit_json({"ok": True, "skipped": str(exc)})

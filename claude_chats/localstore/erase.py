@@ -96,6 +96,9 @@ def purge_local(conn, target, scrub_after=True):
     with Immediate(conn):
         _delete_vectors(conn, target)
         _delete_kept_lines(conn, target)
+        # summaries waiting for their leaf in the purged messages' files: the leaf will never come
+        sql, args = _local_sql(target, "DISTINCT m.file_id")
+        conn.execute(f"DELETE FROM pending_summaries WHERE file_id IN ({sql})", args)
         sql, args = _local_sql(target, "m.id")
         conn.execute(f"DELETE FROM messages WHERE id IN ({sql})", args)
         where, args = target.session_filter("id", "parent_session_id", "project_path")

@@ -100,6 +100,15 @@ def mark_raw_lines_pushed(conn, ids):
         conn.executemany("UPDATE raw_lines SET synced = 1 WHERE id = ?", [(i,) for i in ids])
 
 
+def present(conn, message_ids):
+    """The ids of ``message_ids`` still in the journal, in the given order (a purge removes messages
+    under a running sync)."""
+    ids = [int(i) for i in message_ids]
+    found = {row[0] for row in conn.execute("SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                                            (json.dumps(ids),))}
+    return [i for i in ids if i in found]
+
+
 def pending_count(conn):
     return conn.execute("SELECT count(*) FROM messages WHERE synced = 0").fetchall()[0][0]
 
@@ -133,10 +142,17 @@ class LocalVectors:
         return vectors.load_message_vectors(self.conn, self.space_id, message_ids)
 
     def save(self, embedded):
-        """Store a batch's vectors in one journal transaction."""
-        with self.conn:
-            for message_id, chunks in embedded.items():
-                vectors.write_message_vectors(self.conn, self.space_id, message_id, chunks)
+        """Store a batch's vectors in one journal transaction; returns the message ids kept.
+
+        A message purged since sync read it (``chats purge`` during the run) is skipped: its
+        vectors have nothing left to belong to. The write lock is taken first, so no purge
+        lands between the check and the writes.
+        """
+        with Immediate(self.conn):
+            kept = present(self.conn, embedded)
+            for message_id in kept:
+                vectors.write_message_vectors(self.conn, self.space_id, message_id, embedded[message_id])
+        return kept
 
 
 def local_vectors(journal):

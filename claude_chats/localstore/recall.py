@@ -201,8 +201,8 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
     counts = [conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
                            (_quote(t), MATCH_ROWS + 1)).fetchall()[0][0] for t in terms]   # each read bounded
     probed, how = selective(terms, counts, size)   # as search does: the rarest words when all would match too much
-    if how == "all":
-        return []   # only very common words: nothing specific to point at
+    if how == "all" or _best_possible(probed, counts, terms, size) < min_score:
+        return []   # only common words: nothing specific to point at, and no need to rank them
     match = " OR ".join(_quote(t) for t in probed)
     current = session_id or ""
     rows = conn.execute(
@@ -227,6 +227,16 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
         hints.append({"session_id": session, "seq": seq, "name": name, "last_at": last_at,
                       "score": round(score, 2), "matched": matched, "snippet": _line(content, SNIPPET_CHARS)})
     return hints
+
+
+BM25_K1 = 1.2   # FTS5's
+
+
+def _best_possible(probed, counts, terms, size):
+    """The highest bm25 a message could reach on ``probed``: a word adds at most idf x (k1 + 1),
+    idf = ln((N - n + 0.5) / (n + 0.5)) as FTS5 computes it (n: the messages holding it)."""
+    held = dict(zip(terms, counts))
+    return sum(max(math.log((size - held[t] + 0.5) / (held[t] + 0.5)), 1e-6) * (BM25_K1 + 1) for t in probed)
 
 
 def _quote(word):

@@ -149,6 +149,7 @@ class LocalSearch:
         self._vec_loaded = False
         self._vec_tables = {}
         self._spaces_seen = {}
+        self._coverage = {}
 
     @classmethod
     def open(cls, path=None):
@@ -179,6 +180,17 @@ class LocalSearch:
             s["canary"] = np.frombuffer(s["canary"], dtype=np.float32) if s["canary"] else None
             s["vectors"] = bool(s["vectors"])
         return out
+
+    def coverage(self, space_id):
+        """(messages with vectors of the space, messages), kept until the journal changes."""
+        version = self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes()
+        cached = self._coverage.get(space_id)
+        if cached is None or cached[0] != version:
+            counts = self.conn.execute(
+                "SELECT (SELECT count(DISTINCT message_id) FROM chunks WHERE space_id = ?), "
+                "(SELECT count(*) FROM messages)", (space_id,)).fetchall()[0]
+            cached = self._coverage[space_id] = (version, counts)
+        return cached[1]
 
     def warm(self, key):
         """Build the in-memory vector index of space ``key`` now rather than on the first search."""

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from .. import transcript
 from ..errors import ClaudeChatsError
+from ..search import bounds
 from ..search.core import MAX_CHARS
 from . import stdin
 
@@ -51,9 +52,11 @@ Origin = Annotated[Literal["human", "machine", "any"], Field(
     description="Which sessions: 'human' (default: started by a person in Claude Code), 'machine' (started by "
                 "scripts and SDK runs, e.g. `claude -p`), or 'any'.")]
 OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
+CLOSE_WAIT = 1.0   # seconds the shutdown waits for the warm-up to finish
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 MAX_SEQ = 2**63 - 1   # SQLite integers are 64-bit
+LIST_MAX_CHARS = 20_000   # list_recent_sessions' default budget
 
 
 def create_server(open_searcher=None):
@@ -120,11 +123,14 @@ def create_server(open_searcher=None):
             description="Only this project folder and its sub-folders (absolute path).")] = None,
         include_subagents: bool = False,
         origin: Origin = "human",
+        max_chars: Annotated[int, Field(ge=1000, le=200_000,
+                                        description="Size budget of the whole result.")] = LIST_MAX_CHARS,
     ) -> dict:
         """The most recent conversations, newest first: session id, name, project, branch,
         started_at, last_at (last message), message_count, machine. Use a session id with
         get_conversation, or as search_memory's session_id filter."""
-        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents, origin))
+        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents, origin=origin,
+                                                      max_chars=max_chars))
 
     return server
 
@@ -168,7 +174,9 @@ class Opening:
 
     def close(self):
         self._wanted.set()
-        self._thread.join()
+        self._opened.wait()
+        # the warm-up may still wait on a silent embedding server: do not hold the shutdown for it
+        self._thread.join(CLOSE_WAIT)
         if self._searcher is not None:
             self._searcher.close()
 
@@ -178,7 +186,7 @@ def _open_stores():
     # delay the answers to initialize and tools/list
     from ..stores import open_searcher
 
-    return open_searcher()
+    return open_searcher(for_model=True)   # what the tools return goes into the model's context: redacted
 
 
 def _call(ctx, action):
@@ -190,7 +198,7 @@ def _call(ctx, action):
     try:
         return action(ctx.lifespan_context["searcher"].get())
     except ClaudeChatsError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(bounds.cut(str(exc), bounds.ERROR_CHARS)) from None   # an id echoed back stays small
     except UnicodeEncodeError:
         # A JSON escape of a lone surrogate ("\\ud800") cannot be matched against UTF-8 text.
         raise ToolError("an argument is not valid Unicode text (a lone surrogate); send UTF-8 text") from None

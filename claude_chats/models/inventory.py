@@ -11,7 +11,7 @@ import shutil
 from ..errors import ProviderUnavailable, SpaceMismatchError
 from . import PROVIDERS, ollama_store, provider_class
 from .base import require
-from .llama import pulled_model_path
+from .llama import pulled_model_path, resolve_model
 from .recipe import same_model
 from .spaces import check_canary
 
@@ -34,6 +34,21 @@ def providers():
         hint = None if available else f"pip install 'claude-chats[{extra}]'"
         out.append((name, getattr(cls, "default_model", None), available, hint))
     return out
+
+
+def local_model(provider, model=None):
+    """Where the model of a provider that runs it in this process (llama) is: ``("found", path)`` or
+    ``("missing", how to get it)``; ``("remote", None)`` for a provider whose model is on a server
+    (not asked here: ``chats models check`` does)."""
+    cls = provider_class(provider)
+    if provider != "llama":
+        return "remote", None
+    name = model or cls.default_model
+    try:
+        return "found", resolve_model(name)[0]
+    except ProviderUnavailable:
+        return "missing", (f"`chats models pull {name}` (or `ollama pull {name}`), or set model to a .gguf path"
+                           if not name.endswith(".gguf") else f"no file {name}")
 
 
 def check_spaces(stored, provider):

@@ -7,11 +7,25 @@ every tombstone to its own journal before pushing (``purge.sync_purges``), so
 no journal puts a purged conversation back. A tombstone covers what was
 written up to its time: a session continued after the purge keeps its new
 messages.
+
+A DELETE leaves the rows' bytes in the table files (dead rows, then free space)
+and in the WAL. ``scrub(conn)`` then does what this role may: ``VACUUM FULL``
+of the tables holding text (a new file each; the old one is unlinked), fresh
+statistics and ``VACUUM FULL pg_statistic`` (ANALYZE keeps sampled values),
+``CHECKPOINT``, ``pg_switch_wal()`` and ``CHECKPOINT`` again (the segments
+holding the old rows are left behind the redo point and removed, or renamed
+for reuse with ``wal_recycle = on``), and says what remains and why.
 """
 
+from dataclasses import replace
 from datetime import timezone
 
+import psycopg
+
 from . import migrations
+
+TEXT_TABLES = ("messages", "conversations")    # content, names, project paths, branches
+SCRUB_LOCK_TIMEOUT = "10s"   # VACUUM FULL waits this long for the tables, else it is left to later
 
 
 def ensure_tombstones(conn):
@@ -69,13 +83,27 @@ def _delete_kept_lines(conn, target):
     conn.execute(sql, args)
 
 
-def purge_postgres(conn, target, created_at, machine=None):
-    """Delete ``target`` in Postgres and record its tombstone for the other machines."""
+def purge_postgres(conn, target, created_at, machine=None, clean=None):
+    """Delete ``target`` in Postgres and record its tombstone for the other machines.
+
+    ``clean`` (``redact.redact`` when sync redacts) is how a project path reaches Postgres: the
+    target is deleted as typed and as stored, and the tombstone keeps the stored form, so no
+    secret in a folder name reaches Postgres through a purge either."""
     ensure_tombstones(conn)
     counts = delete_postgres(conn, target)
+    stored = as_stored(target, clean)
+    if stored != target:
+        counts = {k: v + w for (k, v), w in zip(counts.items(), delete_postgres(conn, stored).values())}
     conn.execute("INSERT INTO purges (kind, target, created_at, machine) VALUES (%s, %s, %s, %s)",
-                 (target.kind, target.value, created_at, machine))
+                 (stored.kind, stored.value, created_at, machine))
     return counts
+
+
+def as_stored(target, clean):
+    """``target`` as Postgres holds it: a project path through ``clean`` (session ids are kept)."""
+    if clean is None or target.kind != "project":
+        return target
+    return replace(target, value=clean(target.value))
 
 
 def tombstones(conn):
@@ -86,3 +114,104 @@ def tombstones(conn):
 def iso_utc(moment):
     """A timestamptz as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (the transcripts' form, which SQLite reads)."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+# -- leaving no bytes behind ---------------------------------------------------------------
+
+
+def scrub(conn):
+    """After a purge deleted rows: remove their bytes from the data directory as far as this role
+    may (see the module docstring). ``conn`` is autocommit. Returns ``{"done": [...], "left": [...]}``:
+    what ran, and what remains with the reason (a privilege, the server's settings)."""
+    done, left = [], []
+    superuser = _superuser(conn)
+    if _may_maintain(conn, TEXT_TABLES, superuser):
+        if _vacuum(conn, f"VACUUM (FULL, ANALYZE) {', '.join(TEXT_TABLES)}", left):
+            done.append("VACUUM FULL " + ", ".join(TEXT_TABLES))
+        vectors = _vector_tables(conn)
+        if vectors and not _may_maintain(conn, vectors, superuser):
+            left.append(f"the purged messages' vectors (numbers, not text) stay in dead rows of {', '.join(vectors)} "
+                        "until autovacuum: this role may not VACUUM them")
+        elif vectors and _vacuum(conn, f"VACUUM {', '.join(vectors)}", left):
+            done.append("VACUUM " + ", ".join(vectors))
+    else:
+        left.append("the deleted rows stay in the files of messages and conversations, and their vectors in the "
+                    "vector tables (dead rows until autovacuum, then free space until overwritten): this role does "
+                    "not own them; the owner removes them with VACUUM FULL messages, conversations")
+    if superuser:
+        if _vacuum(conn, "VACUUM FULL pg_statistic", left):
+            done.append("VACUUM FULL pg_statistic")
+    else:
+        left.append("values ANALYZE sampled before the purge stay in dead rows of pg_statistic until "
+                    "autovacuum and in its free space after (a superuser runs VACUUM FULL pg_statistic)")
+    _flush_wal(conn, done, left)
+    return {"done": done, "left": left}
+
+
+def _superuser(conn):
+    return bool(conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0])
+
+
+def _may_maintain(conn, tables, superuser):
+    """Whether this role may VACUUM ``tables``: a superuser, their owner, or (PostgreSQL 17) MAINTAIN."""
+    if superuser:
+        return True
+    for table in tables:
+        owned = conn.execute("SELECT pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables "
+                             "WHERE schemaname = current_schema() AND tablename = %s", (table,)).fetchone()
+        if owned and owned[0]:
+            continue
+        try:
+            if not conn.execute("SELECT has_table_privilege(%s, 'MAINTAIN')", (table,)).fetchone()[0]:
+                return False
+        except psycopg.errors.InvalidParameterValue:   # before PostgreSQL 17: no MAINTAIN privilege
+            return False
+    return True
+
+
+def _vector_tables(conn):
+    return [r[0] for r in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename ~ '^vectors_[0-9]+$' "
+        "ORDER BY tablename")]
+
+
+def _vacuum(conn, sql, left):
+    conn.execute(f"SET lock_timeout = '{SCRUB_LOCK_TIMEOUT}'")
+    try:
+        conn.execute(sql)
+        return True
+    except psycopg.errors.LockNotAvailable:
+        left.append(f"{sql} did not run: the tables were busy for {SCRUB_LOCK_TIMEOUT} (a sync or a long "
+                    "query); the next purge runs it again, or run it as the owner")
+        return False
+    except psycopg.errors.InsufficientPrivilege as exc:
+        left.append(f"{sql} was refused: {_first_line(exc)}")
+        return False
+    finally:
+        conn.execute("RESET lock_timeout")
+
+
+def _flush_wal(conn, done, left):
+    """CHECKPOINT, switch to a new WAL segment, CHECKPOINT: the segments that hold the deleted rows
+    (their inserts, the DELETE's page images) fall behind the redo point and are removed or recycled."""
+    for sql in ("CHECKPOINT", "SELECT pg_switch_wal()", "CHECKPOINT"):
+        try:
+            conn.execute(sql)
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+            left.append(f"the WAL still holds the purged rows until the server's next checkpoints pass them "
+                        f"(checkpoint_timeout, 5 min by default, and max_wal_size of later writes): "
+                        f"{sql} was refused ({_first_line(exc)}; CHECKPOINT needs pg_checkpoint, "
+                        "pg_switch_wal a superuser or EXECUTE on it)")
+            return
+    done.append("CHECKPOINT, pg_switch_wal, CHECKPOINT")
+    recycle, archive = (conn.execute(f"SELECT current_setting('{name}')").fetchone()[0]
+                        for name in ("wal_recycle", "archive_mode"))
+    if recycle == "on":
+        left.append("old WAL segments are renamed for reuse (wal_recycle = on): their bytes stay until later "
+                    "writes overwrite them (about min_wal_size, 80 MB by default); wal_recycle = off removes them")
+    if archive != "off":
+        left.append("the WAL archive (archive_mode is on) and any base backup keep their copies")
+
+
+def _first_line(exc):
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -1,8 +1,8 @@
 """Postgres' side of search: both legs and their Reciprocal Rank Fusion in one SQL statement.
 
 ``PgSearch(conn)`` is the searcher's ``postgres`` backend (see
-``claude_chats.search.core.Backend``): full text with ``websearch_to_tsquery`` (all
-words) or any of the query's words, vectors with pgvector (``<=>``, cosine) over
+``claude_chats.search.core.Backend``): full text with the journal's reading of web-search
+syntax (``search.web_query``: all words) or any of the query's words, vectors with pgvector (``<=>``, cosine) over
 the space's ``vectors_<id>`` table, fused in SQL the pgvector-python way, as the
 journal does it (weighted RRF, neighbours lending their full-text score).
 
@@ -12,9 +12,12 @@ words, "go" and "Caroline" must not weigh the same. Per query word, one round
 trip before the search statement: its document frequency (``_TERMS``: ANALYZE's
 lexeme statistics for a common word, else counted through the GIN index), and
 so which words an any-word query matches on (``search.core.selective``, as the
-journal chooses). Per message: its term frequencies (read back from ``ts_rank``
-of each word alone, a fixed function of it) and its length in lexemes; the
-message count and mean length are cached (``_text_stats``). See ``_BM25_TERM``.
+journal chooses). Per message: its term frequencies (``ts_rank_cd`` of each word
+alone counts its occurrences) and its length in words as FTS5 counts them
+(``content_words``, stored by sync); the message count and mean length are
+cached (``_text_stats``). See ``_BM25_TERM``. The tsvector splits text at
+punctuation as FTS5 does (sql/0003_fulltext_words.sql), and both stores drop the
+same stop words, so that both rank a query's messages alike.
 
 ``PgLink`` keeps the connection of a long-lived searcher (the MCP server):
 it connects in the background, makes a caller wait at most ``wait`` seconds,
@@ -42,6 +45,7 @@ from ..search.core import (
     any_words,
     selective,
     shorten,
+    web_query,
 )
 from . import connect as pg
 from . import store
@@ -57,7 +61,7 @@ _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 # lexemes) for a common word, else counted through the GIN index (a rare word: few rows; capped).
 _TERMS = """
 WITH words AS (
-    SELECT i, plainto_tsquery('english', w) AS q, tsvector_to_array(to_tsvector('english', w)) AS lexemes
+    SELECT i, phraseto_tsquery('english', w) AS q, tsvector_to_array(to_tsvector('english', w)) AS lexemes
     FROM unnest(%(words)s::text[]) WITH ORDINALITY u(w, i)
 ), common AS MATERIALIZED (
     SELECT e.lexeme, e.freq FROM pg_stats s,
@@ -70,17 +74,20 @@ SELECT q::text, coalesce(
     (SELECT count(*) FROM (SELECT FROM messages WHERE content_tsv @@ q LIMIT %(cap)s) capped))
 FROM words WHERE numnode(q) > 0 ORDER BY i"""
 
-# ts_rank(v, 'term', 0) = 0.1 * sum(1/i^2, i = 1..tf) / (pi^2/6), and sum(1/i^2, i = 1..tf) ~ pi^2/6 - 1/(tf + 1/2):
-# tf ~ 1/(pi^2/6 - sum) - 6/pi^2 (0 when the term is absent; 0.94 for 1, 1.92 for 2, 4.9 for 5)
-_TF = "(1.0 / (1.6449340668 - 16.449340668 * ts_rank(m.v, %(q{i})s::tsquery, 0)) - 0.6079271019)"
+# ts_rank_cd(v, q, 0) is 0.1 per cover of q in v: per occurrence of a word, or of a phrase (a word
+# the tokenizer splits, get_config: FTS5 counts that phrase too), so tf = 10 x it, exactly
+_TF = "round(10 * ts_rank_cd(m.v, %(q{i})s::tsquery, 0))"
 _BM25_TERM = "%(idf{i})s * {tf} * %(k1_1)s / ({tf} + %(k1_b)s + %(k1_b_avg)s * m.length)"
+# bm25's document length: the message's words as the journal counts them (sync stores them; a row
+# pushed by an earlier version has none, and its lexeme count stands in)
+_LENGTH = "coalesce(m.content_words, length(m.content_tsv))"
 
 # v: the tsvector read (and decompressed) once per message, not once per term
 _MATCHED = """
 matched AS (
     SELECT m.id, m.session_id, m.conversation_id, m.sequence_num, ({score})::float8 AS score
     FROM (SELECT m.id, c.session_id, m.conversation_id, m.sequence_num, m.content_tsv || ''::tsvector AS v,
-                 length(m.content_tsv) AS length
+                 """ + _LENGTH + """ AS length
           FROM messages m JOIN conversations c ON c.id = m.conversation_id
           WHERE m.content_tsv @@ {query} AND {where} OFFSET 0) m
     ORDER BY score DESC, m.id LIMIT %(pool)s
@@ -168,6 +175,7 @@ class PgSearch:
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
         self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
         self._stats, self._stats_at = None, float("-inf")
+        self._coverage = {}
 
     def close(self):
         self.conn.close()
@@ -243,8 +251,8 @@ class PgSearch:
             score.append(_BM25_TERM.format(i=i, tf=_TF.format(i=i)))
         params.update(k1_1=BM25_K1 + 1, k1_b=BM25_K1 * (1 - BM25_B), k1_b_avg=BM25_K1 * BM25_B / avgdl)
         if plan.match == "all":
-            params["text"] = plan.text
-            query = "websearch_to_tsquery('english', %(text)s)"
+            params["text"] = web_tsquery(plan.text)
+            query = "to_tsquery('english', %(text)s)"
         else:
             params["any"] = (" | " if match == "any" else " & ").join(f"({q})" for q, _ in terms)
             query = "%(any)s::tsquery"
@@ -257,9 +265,14 @@ class PgSearch:
                 + _LENT.format(where=where) + _RANKED.format(scored="lent"))
 
     def _terms(self, plan):
-        """([(tsquery text, messages holding it)], "any" or "all") of the query's words: for an
-        any-word query, those ``search.selective`` keeps."""
-        words = any_words(plan.text)
+        """([(tsquery text, messages holding it)], "any" or "all") of what bm25 scores, as FTS5 does:
+        an any-word query's words (those ``search.selective`` keeps), a web-search query's phrases
+        (a repeated one counts again)."""
+        if plan.match == "all":
+            groups, _negatives = web_query(plan.text)
+            words = [" ".join(item) for group in groups for item in group]
+        else:
+            words = any_words(plan.text)
         total = self._text_stats()[0]
         rows = self._rows(_TERMS, {"words": words, "cap": self.match_rows + 1, "total": total}) if words else []
         if plan.match == "any" and len(rows) > 1:
@@ -267,15 +280,23 @@ class PgSearch:
         return rows, "any"
 
     def _text_stats(self):
-        """(message count, mean lexemes per message), kept ``STATS_TTL`` seconds: bm25's N and avgdl
+        """(message count, mean words per message), kept ``STATS_TTL`` seconds: bm25's N and avgdl
         (the mean of a sample of pages on a large table)."""
         if self._stats is None or time.monotonic() - self._stats_at >= STATS_TTL:
             total = self._rows("SELECT count(*) FROM messages")[0][0]
             percent = min(100.0, 100.0 * 5000 / max(total, 1))
-            mean = self._rows(f"SELECT avg(length(content_tsv)) FROM messages TABLESAMPLE SYSTEM ({percent:.6f})")
+            mean = self._rows(f"SELECT avg({_LENGTH}) FROM messages m TABLESAMPLE SYSTEM ({percent:.6f})")
             self._stats = (max(total, 1), max(float(mean[0][0] or 1.0), 1.0))
             self._stats_at = time.monotonic()
         return self._stats
+
+    def coverage(self, space_id):
+        """(messages with vectors of the space, messages), kept ``STATS_TTL`` seconds."""
+        cached = self._coverage.get(space_id)
+        if cached is None or time.monotonic() - cached[0] >= STATS_TTL:
+            embedded = self._rows(f"SELECT count(DISTINCT message_id) FROM {store.vector_table(space_id)}")[0][0]
+            cached = self._coverage[space_id] = (time.monotonic(), (embedded, self._text_stats()[0]))
+        return cached[1]
 
     def _semantic_cte(self, plan, where, params):
         dimensions = len(plan.vector)
@@ -337,6 +358,19 @@ class PgSearch:
         sql = (_SESSIONS + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY c.last_at DESC NULLS LAST LIMIT %(limit)s")
         return [dict(zip(_SESSION_NAMES, row)) for row in self._rows(sql, params)]
+
+
+def web_tsquery(text):
+    """``search.web_query`` of ``text`` as ``to_tsquery`` input: the journal's reading of web-search
+    syntax (Postgres' ``websearch_to_tsquery`` reads ``a b or c d`` as ``(a & b) | (c & d)``, the
+    journal as ``a & (b | c) & d``). Each word is quoted; a phrase's words follow each other."""
+    groups, negatives = web_query(text)
+
+    def item(words):
+        return "(" + " <-> ".join("'" + w.replace("'", "''") + "'" for w in words) + ")"
+
+    expression = " & ".join("(" + " | ".join(item(i) for i in g) + ")" for g in groups)
+    return " & ".join([expression] + [f"!{item(n)}" for n in negatives]) if expression else ""
 
 
 def _array(value):
@@ -411,6 +445,20 @@ def _try(conn, sql):
         conn.execute(sql)
     except psycopg.Error:
         pass
+
+
+class Connected:
+    """A searcher's ``remote`` over one open ``PgSearch``, never reconnecting (benchmarks, ``chats eval``
+    scripts, tests): ``PgLink`` is the one that waits, retries and falls back."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def backend(self):
+        return self._backend
+
+    def close(self):
+        self._backend.close()
 
 
 class PgLink:

@@ -22,6 +22,7 @@ import psycopg
 from .. import faults, rawlines
 from ..errors import PostgresError, PostgresUnavailable
 from ..records import PushResult
+from ..search.core import word_count
 from . import connect as pg
 from . import migrations
 from . import url as dburl
@@ -38,7 +39,8 @@ CREATE TEMP TABLE push_conversations (
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_messages (
     message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text,
-    is_copy boolean
+    is_copy boolean,
+    content_words integer
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_raw_lines (
     session_id text, line_key text, seq integer, parent text, line bytea, created_at text
@@ -49,7 +51,7 @@ CREATE TEMP TABLE push_chunks (
 """
 
 _CONVERSATION_TYPES = ["text"] * 11 + ["bool"]
-_MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text", "bool"]
+_MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text", "bool", "int4"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
 _RAW_LINE_TYPES = ["text", "text", "int4", "text", "bytea", "text"]
 
@@ -98,8 +100,9 @@ WHERE {_changed("conversations", "excluded")}
 """
 
 _INSERT_MESSAGES = """
-INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, is_copy)
-SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz, t.seq, t.is_copy
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, is_copy,
+                      content_words)
+SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz, t.seq, t.is_copy, t.content_words
 FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
 ON CONFLICT DO NOTHING
 """
@@ -109,9 +112,10 @@ ON CONFLICT DO NOTHING
 # uuids; those messages go after the conversation's last one instead of
 # being lost.
 _INSERT_RENUMBERED = """
-INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, is_copy)
+INSERT INTO messages (conversation_id, message_uuid, role, kind, content, created_at, sequence_num, is_copy,
+                      content_words)
 SELECT c.id, t.message_uuid, t.role, t.kind, t.content, t.created_at::timestamptz,
-       top.seq + row_number() OVER (PARTITION BY c.id ORDER BY t.seq), t.is_copy
+       top.seq + row_number() OVER (PARTITION BY c.id ORDER BY t.seq), t.is_copy, t.content_words
 FROM push_messages t JOIN conversations c ON c.session_id = t.session_id
 CROSS JOIN LATERAL (SELECT coalesce(max(sequence_num), -1) AS seq FROM messages m
                     WHERE m.conversation_id = c.id) top
@@ -153,6 +157,11 @@ def _blocker(conn):
         return migrations.blocker(conn)
     except psycopg.Error:  # the connection is gone too: the error alone says enough
         return None
+
+
+def message_rows(messages):
+    """``records.Message``s as ``push_messages`` rows: each with its length in words, for bm25."""
+    return [(*m, word_count(m.content)) for m in messages]
 
 
 def vector_table(space_id):
@@ -383,7 +392,7 @@ class PgStore:
             # No JIT (where the server has it): with no statistics on the temporary tables
             # the planner guesses thousands of rows and would compile every batch's statements.
             cur.execute("SET LOCAL jit = off")
-            self._copy(cur, "push_messages", _MESSAGE_TYPES, batch.messages)
+            self._copy(cur, "push_messages", _MESSAGE_TYPES, message_rows(batch.messages))
             messages = cur.execute(_INSERT_MESSAGES).rowcount
             if messages < len(batch.messages):
                 messages += cur.execute(_INSERT_RENUMBERED).rowcount

@@ -33,7 +33,8 @@ PER_SESSION = 2        # at most this many hits from one session
 CONTEXT = 2            # neighbouring messages either side of a hit
 TEXT_CHARS = 700       # matched text per hit
 NEIGHBOUR_CHARS = 200  # each neighbouring message, as a hit shows it
-NEIGHBOUR_READ = 300   # ... as a store reads it (whitespace collapsed, then cut), before the hit shortens it
+NEIGHBOUR_READ = 1200  # ... as a store reads it (whitespace collapsed, then cut), before the hit shortens it:
+                       # 1,000 past what is shown, so a secret the cut would halve is still redacted whole
 MAX_CHARS = 12_000     # the whole result, as JSON
 ROLES = ("user", "assistant", "system")
 LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}   # weighted RRF: the vector leg counts half
@@ -44,6 +45,7 @@ MATCHES = ("all", "any")
 # Which sessions: a person's (the default), machine-made ones (started by scripts and SDK runs:
 # `claude -p`, the Agent SDK, CLAUDE_CHATS_MACHINE_MADE=1), or any.
 ORIGINS = ("human", "machine", "any")
+COVERAGE_NOTE = 0.9       # below this share of messages with vectors, a search that ran vectors says so
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,13 @@ def query_terms(text):
 
 MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+")   # what FTS5's unicode61 tokenizer counts as a token
+
+
+def word_count(text):
+    """The tokens of ``text`` as the journal's FTS5 tokenizer (unicode61) counts them: bm25's
+    document length, which Postgres stores with each message so that both stores rank alike."""
+    return _TOKEN.subn("", text)[1] if text else 0   # subn: counted without a list of the words (2x faster)
 
 
 def terms(text):
@@ -213,6 +222,37 @@ def any_words(text):
     """The words an any-word full-text query looks for (both stores): the query's terms, split
     and deduplicated as the journal's FTS5 tokenizer splits them."""
     return terms(" ".join(query_terms(text)))
+
+
+_WEB_TOKEN = re.compile(r'(-?)"([^"]*)"?|(-?)([^\s"]+)')
+
+
+def web_query(text):
+    """A query in web-search syntax as both stores read it: ``(groups, negatives)``.
+
+    Words are ANDed; ``"a phrase"`` is one item; ``or`` between two items makes them one
+    group (either will do); ``-word`` / ``-"a phrase"`` excludes. An item is a tuple of
+    ``terms`` (a phrase: its words in order). A group of one English stopword is dropped,
+    unless nothing else is left. The journal writes this as FTS5 syntax, Postgres as a tsquery.
+    """
+    groups, negatives, joined = [], [], False
+    for neg_q, phrase, neg_w, word in _WEB_TOKEN.findall(text or ""):
+        raw = phrase or word
+        if not phrase and raw.lower() == "or":
+            joined = bool(groups)
+            continue
+        item = tuple(terms(raw))
+        if not item:
+            continue
+        if neg_q or neg_w:
+            negatives.append(item)
+        elif joined:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+        joined = False
+    kept = [g for g in groups if len(g) > 1 or len(g[0]) > 1 or g[0][0].lower() not in STOPWORDS]
+    return kept or groups, negatives
 
 
 def shorten(text, limit):
@@ -236,6 +276,9 @@ class Backend(Protocol):
 
     def spaces(self):
         """Every space that holds vectors."""
+
+    def coverage(self, space_id):
+        """(messages holding vectors of the space, messages stored)."""
 
     def candidates(self, plan):
         """[Candidate] fused and ordered (a ``Plan`` with one leg: that leg's order)."""

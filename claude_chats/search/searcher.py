@@ -22,18 +22,20 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import transcript
 from ..errors import ConfigError, PostgresUnavailable, ProviderError, SearchError, SessionNotFound, SpaceMismatchError
 from ..models import Space, check_canary, is_remote
 from ..models.recipe import same_model
 from ..models.spaces import mismatch_error
-from ..redact import redact
+from ..redact import redact, redacted_span
 from ..times import iso
+from . import bounds
 from .core import (
     CANDIDATES,
     CONTEXT,
+    COVERAGE_NOTE,
     LEG_WEIGHTS,
     LEGS,
     MATCHES,
@@ -53,6 +55,7 @@ from .core import (
     query_terms,
     shorten,
 )
+from .guard import ProviderGuard, networked
 
 # -- rendering -------------------------------------------------------------------------
 
@@ -90,12 +93,13 @@ class Hit:
     context: list      # neighbours: [{"seq", "role", "kind", "text"}]
     source: str
 
-    def as_dict(self, terms=(), text_chars=TEXT_CHARS, neighbour_chars=NEIGHBOUR_CHARS):
+    def as_dict(self, terms=(), text_chars=TEXT_CHARS, neighbour_chars=NEIGHBOUR_CHARS, name_chars=bounds.NAME_CHARS):
         row, c = self.row, self.candidate
         chunk = {"start": c.chunk[0], "end": c.chunk[1]} if c.chunk else None
         return {
-            "session_id": row["session_id"], "session_name": row["session_name"],
-            "project_path": row["project_path"], "git_branch": row["git_branch"],
+            "session_id": row["session_id"], "session_name": bounds.cut(row["session_name"], name_chars),
+            "project_path": bounds.cut(row["project_path"], name_chars),
+            "git_branch": bounds.cut(row["git_branch"], name_chars),
             "role": row["role"], "kind": row["kind"], "seq": row["seq"], "timestamp": iso(row["timestamp"]),
             "uuid": row["uuid"], "is_subagent": bool(row["is_subagent"]),
             "text": excerpt(row["content"], terms, c.chunk, text_chars), "chars": len(row["content"]),
@@ -112,22 +116,27 @@ def _round(value):
 
 
 def render(head, hits, terms, max_chars):
-    """The result dict, shrinking text and then dropping the last hits until it fits ``max_chars``."""
-    text_chars, neighbour_chars = TEXT_CHARS, NEIGHBOUR_CHARS
+    """The result dict within ``max_chars`` (as JSON): the text of the hits shrunk first, then their
+    neighbours, their long names, then the last hits dropped; ``bounds.squeeze`` if even that is too much."""
+    text_chars, neighbour_chars, name_chars = TEXT_CHARS, NEIGHBOUR_CHARS, bounds.NAME_CHARS
+    head = {**head, "query": bounds.cut(head["query"], bounds.QUERY_ECHO),
+            "notes": [bounds.cut(n, bounds.NOTE_CHARS) for n in head["notes"]]}
     while True:
-        result = {**head, "hits": [h.as_dict(terms, text_chars, neighbour_chars) for h in hits],
+        result = {**head, "hits": [h.as_dict(terms, text_chars, neighbour_chars, name_chars) for h in hits],
                   "truncated": head.get("truncated", False)}
-        if not max_chars or len(json.dumps(result, ensure_ascii=False, default=str)) <= max_chars:
+        if not max_chars or bounds.size(result) <= max_chars:
             return result
         head = {**head, "truncated": True}
         if text_chars > 160:
             text_chars, neighbour_chars = int(text_chars * 0.6), int(neighbour_chars * 0.6)
         elif neighbour_chars:
             neighbour_chars = 0
+        elif name_chars > 40:
+            name_chars //= 2
         elif len(hits) > 1:
             hits = hits[:-1]
         else:
-            return result
+            return bounds.squeeze(result, max_chars)
 
 
 # -- the searcher ------------------------------------------------------------------------
@@ -149,8 +158,10 @@ class Request:
     weights: dict = field(default_factory=lambda: dict(LEG_WEIGHTS))
     neighbours: float = NEIGHBOUR_WEIGHT
     match: str | None = None       # None: "any" word, web-search syntax when the query uses it (full text)
+    query_chars: int = 0           # the length of a query cut to ``bounds.MAX_QUERY_CHARS`` (0: not cut)
     vector: object = None
     embed_ms: float = 0.0
+    until: float | None = None     # monotonic time by which the provider must have answered (MCP)
 
     @classmethod
     def build(cls, query, limit=5, mode="hybrid", per_session=PER_SESSION, context=CONTEXT, candidates=None,
@@ -171,8 +182,10 @@ class Request:
         if min(weights.values()) < 0 or float(neighbours) < 0:
             raise SearchError("leg weights and the neighbours' weight must not be negative")
         candidates = max(int(candidates or CANDIDATES), limit * 4)
-        return cls(query.strip(), limit, mode, Filters.build(**filters), max(0, int(per_session or 0)),
-                   max(0, min(int(context), 10)), candidates, ks, max_chars, weights, float(neighbours), match)
+        text, cut_from = bounds.cap_query(query.strip())
+        return cls(text, limit, mode, Filters.build(**filters), max(0, int(per_session or 0)),
+                   max(0, min(int(context), 10)), candidates, ks, max_chars, weights, float(neighbours), match,
+                   cut_from)
 
 
 class Searcher:
@@ -184,39 +197,57 @@ class Searcher:
     embedding provider; it is called on the first search that needs vectors.
     """
 
-    def __init__(self, local=None, remote=None, provider_factory=None, redact=False):
+    def __init__(self, local=None, remote=None, provider_factory=None, redact=False, redact_results=False,
+                 provider_deadline=None):
         self.local, self.remote, self.provider_factory = local, remote, provider_factory
-        self.redact = redact  # secrets out of queries sent to a remote embedding API
-        self._provider = None
+        self.redact = redact  # secrets out of queries sent to a remote embedding API (and sync redacts Postgres)
+        # secrets out of what is returned (the MCP tools: results go into the model's context), from either store
+        self.redact_results = redact_results
+        # seconds a search waits for a network embedding provider (MCP), None: as long as it takes
+        self._guard = ProviderGuard(provider_factory, provider_deadline)
         self._canaries = {}
         self._lock = threading.RLock()
 
     def _outgoing(self, query):
         """The query as the provider may see it: redacted when it leaves the machine."""
-        if self.redact and is_remote(self._provider):
+        if self.redact and is_remote(self._guard.provider):
             return redact(query)
         return query
 
     def warm(self):
-        """Load what the first search would need: the embedding model and the journal's vector index."""
-        with self._lock:
-            try:
-                provider = self._get_provider()
-            except (ProviderError, ConfigError):
-                return  # the first search says why
-            if self.local is not None and hasattr(self.local, "warm"):
-                self.local.warm(provider.space.key)
+        """Load what the first search would need: the embedding model and the journal's vector index.
+
+        A network provider is asked its space without the search lock (a silent server must not
+        hold searches; they answer from full text meanwhile); an in-process model loads under it."""
+        try:
+            provider = self._guard.get()
+            if networked(provider):
+                key = self._guard.call("for its embedding space", lambda p: p.space.key, wait=WARM_WAIT)
+                with self._lock:
+                    self._warm_local(key)
+                return
+            with self._lock:
+                self._warm_local(self._guard.call("for its embedding space", lambda p: p.space.key))
+        except (ProviderError, ConfigError):
+            return  # the first search says why
+
+    def _warm_local(self, key):
+        if self.local is not None and hasattr(self.local, "warm"):
+            self.local.warm(key)
 
     def close(self):
-        for thing in (self.remote, self.local, self._provider):
+        for thing in (self.remote, self.local):
             if thing is not None and hasattr(thing, "close"):
                 thing.close()
+        self._guard.close()
 
     # -- searching -------------------------------------------------------------------
 
     def search(self, query, **options):
         """Search the stored conversations; ``options`` are ``Request.build``'s and ``Filters.build``'s."""
         request = Request.build(query, **options)
+        if self._guard.deadline is not None:
+            request.until = time.monotonic() + self._guard.deadline
         with self._lock:
             return self._each_backend(lambda backend, notes: self._search(backend, request, notes))
 
@@ -253,7 +284,8 @@ class Searcher:
         searching = time.perf_counter()
         # web-search syntax asks for exactly these words: nothing is lent to a message without them
         syntax = request.match is None and request.mode == "fulltext" and SYNTAX.search(request.query)
-        plan = Plan(request.query, legs, request.filters, vector, space_id, request.candidates, request.rrf_k,
+        filters = replace(request.filters, project_path=self._project_in(backend, request.filters.project_path))
+        plan = Plan(request.query, legs, filters, vector, space_id, request.candidates, request.rrf_k,
                     "all" if syntax else request.match or "any", request.weights, 0 if syntax else request.neighbours)
         found = backend.candidates(plan)
         if not found and request.match is None and plan.match == "all" and len(query_terms(request.query)) > 1:
@@ -263,8 +295,12 @@ class Searcher:
                 notes.append("no message has all the words: these have some of them")
         picked = cap_per_session(found, request.per_session, request.limit)
         rows = backend.hydrate([c.key for c in picked])
+        if self.redact_results:
+            picked, rows = _redacted_hits(picked, rows)
         places = [(rows[c.key]["session_id"], rows[c.key]["seq"]) for c in picked if c.key in rows]
         context = backend.neighbours(places, request.context) if request.context and places else {}
+        if self.redact_results:
+            context = {place: [{**n, "text": redact(n["text"])} for n in around] for place, around in context.items()}
         hits = [Hit(c, rows[c.key], context.get((rows[c.key]["session_id"], rows[c.key]["seq"]), []),
                     backend.source) for c in picked if c.key in rows]
         done = time.perf_counter()
@@ -272,21 +308,31 @@ class Searcher:
                 "notes": list(notes), "timings_ms": {"embed": round(request.embed_ms, 2),
                                                      "search": round((done - searching) * 1e3, 2),
                                                      "total": round((done - started) * 1e3, 2)}}
+        if request.query_chars:
+            head["notes"].insert(0, f"the query was cut to its first {len(request.query):,} of "
+                                    f"{request.query_chars:,} characters (what is searched)")
         if not hits:
             head["notes"].append(_nothing_found(request))
         return render(head, hits, query_terms(request.query) if "fulltext" in legs else (), request.max_chars)
+
+    def _project_in(self, backend, project_path):
+        """A project filter as ``backend`` stores the path: Postgres gets paths redacted when sync redacts."""
+        if project_path and self.redact and backend.source == "postgres":
+            return redact(project_path)
+        return project_path
 
     def _legs(self, backend, request, notes):
         """The legs to run on ``backend``, the query vector and the space id (None, None for full text)."""
         if request.mode == "fulltext":
             return ("fulltext",), None, None
-        space = self._space(backend, request.mode, notes)
+        space = self._space(backend, request.mode, notes, request)
         if space is None:
             return ("fulltext",), None, None
         if request.vector is None:
             started = time.perf_counter()
             try:
-                request.vector = self._provider.embed_query(self._outgoing(request.query))
+                request.vector = self._guard.call("the query", lambda p: p.embed_query(self._outgoing(request.query)),
+                                                  _left(request))
             except ProviderError as exc:
                 if request.mode == "semantic":
                     raise SearchError(f"the embedding model failed, semantic search cannot run: {exc}. "
@@ -295,15 +341,16 @@ class Searcher:
                 return ("fulltext",), None, None
             request.embed_ms = (time.perf_counter() - started) * 1e3
         legs = ("semantic",) if request.mode == "semantic" else LEGS
+        _coverage_note(backend, space["id"], notes)
         return legs, request.vector, space["id"]
 
-    def _space(self, backend, mode, notes):
+    def _space(self, backend, mode, notes, request=None):
         """The backend's row of the configured space, checked against the model; None: full text only."""
         if not backend.spaces():  # nothing embedded yet: no need to load a model to find that out
             return self._no_vectors(backend, mode, notes, "any embedding model")
         try:
-            provider = self._get_provider()
-            configured = provider.space           # a remote model may be asked its dimensions here
+            # a remote model may be asked its dimensions here
+            configured = self._guard.call("for its embedding space", lambda p: p.space, _left(request))
         except (ProviderError, ConfigError) as exc:
             return self._unavailable(mode, notes, exc)
         row = backend.space(configured.key)
@@ -314,7 +361,7 @@ class Searcher:
                 raise mismatch_error(others, configured, "no vectors were stored with the configured model")
             return self._no_vectors(backend, mode, notes, configured.describe(), rebuilding)
         try:
-            self._check_canary(backend.source, row, provider)   # embeds the canary sentence once
+            self._check_canary(backend.source, row, request)   # embeds the canary sentence once
         except ProviderError as exc:
             return self._unavailable(mode, notes, exc)
         return row
@@ -335,14 +382,7 @@ class Searcher:
             raise SearchError(f"{what}: run `chats sync` to embed the conversations, or use mode='fulltext'.")
         notes.append(f"{what} (run `chats sync`): hybrid ran full text only")
 
-    def _get_provider(self):
-        if self._provider is None:
-            if self.provider_factory is None:
-                raise ConfigError("no embedding provider configured")
-            self._provider = self.provider_factory()
-        return self._provider
-
-    def _check_canary(self, source, row, provider):
+    def _check_canary(self, source, row, request=None):
         """Refuse vectors the configured model does not reproduce (checked once per stored canary)."""
         canary = row["canary"]
         if canary is None:
@@ -350,7 +390,8 @@ class Searcher:
         key = (source, row["id"], canary.tobytes())
         if key not in self._canaries:
             try:
-                check_canary(_space_of(row), canary, provider)
+                self._guard.call("the canary sentence", lambda p: check_canary(_space_of(row), canary, p),
+                                 _left(request))
                 self._canaries[key] = None
             except SpaceMismatchError as exc:
                 self._canaries[key] = exc
@@ -363,44 +404,128 @@ class Searcher:
                      max_chars=20_000, message_chars=4_000):
         """A page of one conversation with its totals; ``next_start_seq`` when more follows."""
         kinds = tuple(kinds) if kinds else transcript.CONVERSATION_KINDS
+        clean = redact if self.redact_results else None
         with self._lock:
             return self._each_backend(lambda backend, notes: _page(
-                backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars),
+                backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean),
                 missing_ok=True)
 
-    def recent_sessions(self, limit=10, project_path=None, include_subagents=False, origin="human"):
-        """The most recent conversations, newest first (``origin``: ``core.ORIGINS``)."""
+    def recent_sessions(self, limit=10, project_path=None, include_subagents=False, max_chars=None, origin="human"):
+        """The most recent conversations, newest first (within ``max_chars`` as JSON: the oldest left out;
+        ``origin``: ``core.ORIGINS``)."""
         project = project_path.rstrip("/") or "/" if project_path else None
         origin = check_origin(origin)
+        clean = redact if self.redact_results else None
         with self._lock:
-            return self._each_backend(lambda backend, notes: {
-                "source": backend.source, "notes": list(notes),
-                "sessions": [_session_dict(s) for s in backend.sessions(limit, project, include_subagents, origin)]})
+            return self._each_backend(lambda backend, notes: _listing(
+                backend.source, notes, [_session_dict(s, clean) for s in backend.sessions(
+                    limit, self._project_in(backend, project), include_subagents, origin)], max_chars))
 
 
-def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars):
-    session = backend.session(session_id)
+WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)
+
+
+def _coverage_note(backend, space_id, notes):
+    """A note when many messages have no vectors yet: the semantic leg cannot find those."""
+    if not hasattr(backend, "coverage"):
+        return
+    embedded, total = backend.coverage(space_id)
+    if total and embedded < COVERAGE_NOTE * total:
+        notes.append(f"{embedded:,} of {total:,} messages ({100 * embedded / total:.0f}%) have vectors in the "
+                     f"{backend.source} store: the others are found by their words only (`chats sync` embeds them)")
+
+
+def _left(request):
+    """Seconds left of a request's provider budget (None: no budget, wait as the provider does)."""
+    until = getattr(request, "until", None)
+    return None if until is None else max(0.0, until - time.monotonic())
+
+
+def _page(backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean=None):
+    """A page within ``max_chars`` as JSON: messages while they fit; a first message too long for the
+    page is cut to what is left (the next page starts after it)."""
+    session = bounds.names_cut(_session_dict(backend.session(session_id), clean))
     start = 0 if start_seq is None else max(0, int(start_seq))
     rows = backend.messages(session_id, start, end_seq, kinds, max(1, min(int(limit), 500)) + 1)
     more = len(rows) > limit
-    rows, used, messages = rows[:limit], 0, []
-    for row in rows:
-        text = row["content"] if len(row["content"]) <= message_chars else (
-            row["content"][:message_chars] + f"… [{len(row['content']) - message_chars} more characters]")
-        if messages and used + len(text) > max_chars:
-            more = True
-            break
-        used += len(text) + 80
-        messages.append({"seq": row["seq"], "role": row["role"], "kind": row["kind"],
-                         "timestamp": iso(row["timestamp"]), "text": text})
+    page = {"source": backend.source, "notes": [bounds.cut(n, bounds.NOTE_CHARS) for n in notes],
+            "session": session, "messages": [], "returned": 0, "next_start_seq": None}
+    used, messages = bounds.size(page) + 40, page["messages"]     # 40: room for the counts
+    for row in rows[:limit]:
+        message = {"seq": row["seq"], "role": row["role"], "kind": row["kind"], "timestamp": iso(row["timestamp"]),
+                   "text": _message_text(row["content"], message_chars, clean)}
+        cost = bounds.size(message) + 2
+        if max_chars and used + cost > max_chars:
+            room = max_chars - used - (cost - bounds.size(message["text"]))
+            if messages or room < 200:
+                more = True
+                break
+            message["text"] = bounds.cut_json(message["text"], room)
+            cost = bounds.size(message) + 2
+        used += cost
+        messages.append(message)
     last = messages[-1]["seq"] if messages else None
-    return {"source": backend.source, "notes": list(notes), "session": _session_dict(session),
-            "messages": messages, "returned": len(messages),
-            "next_start_seq": last + 1 if more and last is not None else None}
+    page["returned"] = len(messages)
+    page["next_start_seq"] = last + 1 if more and last is not None else None
+    return bounds.squeeze(page, max_chars)
 
 
-def _session_dict(row):
-    return {**row, "started_at": iso(row.get("started_at")), "last_at": iso(row.get("last_at"))}
+def _listing(source, notes, sessions, max_chars):
+    """``list_recent_sessions``' answer within ``max_chars`` as JSON: the oldest sessions left out."""
+    out = {"source": source, "notes": [bounds.cut(n, bounds.NOTE_CHARS) for n in notes], "sessions": [],
+           "truncated": False}
+    used = bounds.size(out) + 200                                  # 200: room for the note below
+    for index, session in enumerate(sessions):
+        item = bounds.names_cut(session)
+        cost = bounds.size(item) + 2
+        if max_chars and used + cost > max_chars:
+            out["truncated"] = True
+            out["notes"].append(f"{len(sessions) - index} older session(s) left out to fit max_chars")
+            break
+        used += cost
+        out["sessions"].append(item)
+    return bounds.squeeze(out, max_chars)
+
+
+REDACT_MARGIN = 1000   # characters redacted past a cut, so a secret the cut would halve is still found whole
+_NAMES = ("name", "session_name", "project_path", "git_branch")   # text a row carries beside the content
+
+
+def _message_text(content, limit, clean=None):
+    """A message as a page shows it: whole, or its first ``limit`` characters and how many more;
+    ``clean`` (redaction) runs on what is shown and ``REDACT_MARGIN`` beyond it."""
+    if clean is not None:
+        shown = clean(content[:limit + REDACT_MARGIN])
+        if len(content) <= limit + REDACT_MARGIN and len(shown) <= limit:
+            return shown
+        return shown[:limit] + f"… [{max(0, len(content) - limit)} more characters]"
+    if len(content) <= limit:
+        return content
+    return content[:limit] + f"… [{len(content) - limit} more characters]"
+
+
+def _cleaned(row, clean):
+    """``row`` with its names, project path and branch through ``clean`` (None: as it is)."""
+    if clean is None:
+        return row
+    return {**row, **{k: clean(row[k]) for k in _NAMES if isinstance(row.get(k), str) and row[k]}}
+
+
+def _redacted_hits(picked, rows):
+    """Hits as the model may see them: each message redacted whole (its matched chunk moved onto the
+    redacted text), its session's name, project path and branch too."""
+    out = {key: _cleaned({**row, "content": redact(row["content"])}, redact) for key, row in rows.items()}
+    moved = []
+    for c in picked:
+        row = rows.get(c.key)
+        if c.chunk and row is not None and out[c.key]["content"] != row["content"]:
+            c = replace(c, chunk=redacted_span(row["content"], *c.chunk))
+        moved.append(c)
+    return moved, out
+
+
+def _session_dict(row, clean=None):
+    return {**_cleaned(row, clean), "started_at": iso(row.get("started_at")), "last_at": iso(row.get("last_at"))}
 
 
 def _space_of(row):

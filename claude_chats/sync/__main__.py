@@ -33,10 +33,14 @@ def main(argv=None):
     if background and hasattr(os, "nice"):
         os.nice(NICE)
     from ..errors import ClaudeChatsError, SyncLocked
-    from .runner import run_sync
+    from .runner import run_sync, terminate_as_interrupt
 
     try:
-        report = run_sync()
+        with terminate_as_interrupt():
+            report = run_sync()
+    except KeyboardInterrupt:
+        log({"ok": False, "errors": ["interrupted (the run is recorded in the journal)"]})
+        return 1
     except SyncLocked as exc:
         log({"skipped": str(exc)})
         return 0

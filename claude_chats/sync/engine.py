@@ -27,6 +27,7 @@ from ..redact import original_span, redacted_span
 from .pusher import Pusher
 
 DEFAULT_BATCH = 500
+EMBED_SLICE = 64     # messages embedded (and their vectors kept in the journal) at a time within a batch
 DEFAULT_WORKERS = 2
 # A backlog of at least DEFER_INDEX_MIN messages, and at least 1/DEFER_INDEX_RATIO of the
 # vectors already indexed, loads without the HNSW index, which is rebuilt afterwards:
@@ -106,18 +107,29 @@ class Syncer:
             self._backfill()
             self._push_renamed_sessions()
             self._push_raw_lines()
+            self._sync_purges()   # purged while this run pushed: what it may have put back goes again
             finished = True
             self._finish_index(deferred)
         except ProviderError as exc:
             self.report.errors.append(f"embedding failed, messages stay pending: {exc}")
         except (PostgresError, SpaceMismatchError) as exc:
             self.report.errors.append(str(exc))
+        except BaseException as exc:  # Ctrl-C, SIGTERM, a bug: the run is still recorded, then it stops
+            self.report.errors.append(_stopped(exc))
+            self._close(started)
+            raise
         if deferred and not finished and self.report.postgres == "ok":
             self._rebuild_after_failure()
-        self.report.pending_after = outbox.pending_count(self.journal.conn)
+        self._close(started)
+        return self.report
+
+    def _close(self, started):
+        try:
+            self.report.pending_after = outbox.pending_count(self.journal.conn)
+        except Exception:  # noqa: BLE001 - the journal is what failed: keep the count as it was
+            self.report.pending_after = self.report.pending_before
         self.report.seconds = round(time.monotonic() - started, 3)
         self._record()
-        return self.report
 
     # -- steps ------------------------------------------------------------------
 
@@ -138,18 +150,23 @@ class Syncer:
             check_canary(space, stored, self.provider)
 
     def _outgoing(self, conversations):
-        """Conversations as Postgres gets them: names redacted like message text.
+        """Conversations as Postgres gets them: name, project path and git branch redacted like
+        message text (a token pasted into a folder or branch name is a secret too).
 
         The journal's own rows keep the original (marking compares against them).
         """
         if self.redact is None:
             return conversations
-        return [c._replace(name=self.redact(c.name)) if c.name else c for c in conversations]
+        clean = lambda value: self.redact(value) if value else value  # noqa: E731
+        return [c._replace(name=clean(c.name), project_path=clean(c.project_path), git_branch=clean(c.git_branch))
+                for c in conversations]
 
     def _sync_purges(self):
-        """Purges queued here go to Postgres; every machine's tombstones apply here, before pushing."""
+        """Purges queued here go to Postgres; every machine's tombstones apply here, before pushing
+        (and again after: a purge made during the run is undone in Postgres if the run pushed it)."""
         if self.store is not None:
-            self.report.purges = self._pg(sync_purges, self.journal, self.store)
+            counts = self._pg(sync_purges, self.journal, self.store, self.redact)
+            self.report.purges = {k: self.report.purges.get(k, 0) + v for k, v in counts.items()}
 
     def _maybe_defer_index(self):
         """Drop the indexes a bulk load would otherwise update row by row (see DEFER_INDEX_MIN):
@@ -209,12 +226,15 @@ class Syncer:
 
     def _one_batch(self, rows, pusher):
         messages = outbox.as_messages(rows, self.redact)
-        chunks = self._vectors(rows, messages)
+        embedded = self._vectors(rows, messages)
         faults.point("after-embed")
         if self.store is None:
             return
+        rows, messages = _still_stored(self.journal.conn, rows, messages)   # a purge while embedding
+        if not rows:
+            return
         conversations = outbox.conversations(self.journal.conn, {m.session_id for m in messages})
-        batch = Batch(self._outgoing(conversations), messages, chunks, self.space)
+        batch = Batch(self._outgoing(conversations), messages, _chunks(rows, messages, embedded), self.space)
         self._pg(pusher.submit, batch, lambda result: self._pushed(rows, conversations, result))
 
     def _pushed(self, rows, conversations, result):
@@ -230,16 +250,21 @@ class Syncer:
             self.report.errors.append(f"{len(missing)} message(s) did not reach Postgres and stay pending")
 
     def _vectors(self, rows, messages):
-        """Chunk vectors of the batch: the journal's when it has them, else embedded now."""
+        """``{message id: [models.Chunk]}`` of the batch: the journal's vectors when it has them, else
+        embedded now, ``EMBED_SLICE`` messages at a time, each slice kept in the journal at once (a run
+        interrupted mid-batch keeps what it embedded)."""
         ids = [r["id"] for r in rows]
         stored = self.local.load(ids) if self.local is not None else {}
         # a fork's copies are not searched, so not embedded: their text has vectors in the session it came from
         todo = [i for i, r in enumerate(rows) if r["id"] not in stored and not r["copy"]]
-        fresh = self._embed([rows[i] for i in todo], [messages[i] for i in todo]) if todo else {}
-        if fresh and self.local is not None:
-            self.local.save(_spans_of_journal(rows, messages, fresh))
-        kept = _spans_of_journal(rows, messages, stored, back=True)
-        return _chunks(rows, messages, {**kept, **fresh})
+        fresh = {}
+        for start in range(0, len(todo), EMBED_SLICE):
+            part = todo[start:start + EMBED_SLICE]
+            embedded = self._embed([rows[i] for i in part], [messages[i] for i in part])
+            if self.local is not None:
+                self.local.save(_spans_of_journal(rows, messages, embedded))
+            fresh.update(embedded)
+        return {**_spans_of_journal(rows, messages, stored, back=True), **fresh}
 
     def _embed(self, rows, messages):
         """``{message id: [models.Chunk]}``: the messages embedded with the provider's recipe
@@ -356,6 +381,21 @@ def _spans_of_journal(rows, messages, vectors, back=False):
             out[r["id"]] = [c._replace(start=a, end=b) for c in pieces
                             for a, b in [move(r["content"], c.start, c.end)]]
     return out
+
+
+def _still_stored(conn, rows, messages):
+    """The batch's rows and messages whose message is still in the journal."""
+    kept = set(outbox.present(conn, [r["id"] for r in rows]))
+    pairs = [(r, m) for r, m in zip(rows, messages) if r["id"] in kept]
+    return [r for r, _ in pairs], [m for _, m in pairs]
+
+
+def _stopped(exc):
+    """The report's line for a run stopped by ``exc`` (an interrupt, or an error not foreseen)."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return ("interrupted: the messages not pushed yet stay pending (their vectors computed so far "
+                "are kept in the journal)")
+    return f"stopped by an unexpected error, the messages not pushed stay pending: {type(exc).__name__}: {exc}"
 
 
 def _chunks(rows, messages, vectors):

@@ -5,6 +5,10 @@ scheduled job run. Library callers (tests, benchmarks) can pass the journal,
 provider and store themselves.
 """
 
+import contextlib
+import signal
+import threading
+
 from .. import config
 from ..errors import PostgresUnavailable, ProviderError
 from ..localstore import outbox
@@ -42,7 +46,8 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
         try:
             provider = provider or _remember(opened, embedder(settings))
         except ProviderError as exc:
-            return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable, store)
+            return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable, store,
+                           redactor(settings, None))
         local = local if local is not None else outbox.local_vectors(journal)
         redact = redact or redactor(settings, provider)
         report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers,
@@ -56,6 +61,25 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
             thing.close()
         if held is not None:
             held.release()
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """Within the block, SIGTERM stops the sync like Ctrl-C (``KeyboardInterrupt``): the run is
+    recorded and what it embedded stays in the journal, instead of the process vanishing.
+    For the entry points (``chats sync``, the background job); a no-op off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def redactor(settings, provider):
@@ -77,7 +101,7 @@ def _remember(opened, thing):
     return thing
 
 
-def _failed(journal, error, unreachable=None, store=None):
+def _failed(journal, error, unreachable=None, store=None, clean=None):
     """The report of a sync that could not embed; purges still reach Postgres, and it is recorded."""
     pending = outbox.pending_count(journal.conn)
     report = SyncReport(pending_before=pending, pending_after=pending, errors=[error])
@@ -86,7 +110,7 @@ def _failed(journal, error, unreachable=None, store=None):
         report.errors.append(unreachable)
     if store is not None:
         try:
-            report.purges = sync_purges(journal, store)
+            report.purges = sync_purges(journal, store, clean)
         except Exception as exc:  # noqa: BLE001 - psycopg's errors; reported, with the password scrubbed
             report.errors.append(store.describe_error(exc))
     record(journal, report)

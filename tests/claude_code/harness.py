@@ -367,7 +367,7 @@ class Scratch:
         return self.show(session_id, home=home)
 
     def sessions(self) -> list[dict]:
-        return self.chats_json("sessions", "--limit", "1000", "--origin", "any")
+        return self.chats_json("sessions", "--limit", "1000", "--subagents", "--origin", "any")
 
     def search(self, query: str, *args) -> dict:
         return self.chats_json("search", query, "--local", "--origin", "any", *args)

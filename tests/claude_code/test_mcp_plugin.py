@@ -9,8 +9,6 @@ then calls it; the tests read the tool results from the transcript.
 import json
 import shutil
 
-import pytest
-
 from .harness import PROJECT_ROOT, Scratch, tool_result_text
 
 PLUGIN_FILES = (".claude-plugin", "hooks", ".mcp.json")

@@ -378,8 +378,8 @@ def runtime_role(tmp_path, pg_db_url):
 def test_sync_and_search_run_as_a_role_without_superuser_or_ddl_rights(runtime_role):
     """Everyday sync and search as a role with SELECT/INSERT/UPDATE/DELETE only (RELIABILITY.md
     documents the grants); a new embedding space needs a new vector table: the owner's job."""
-    from claude_chats.search.searcher import Searcher
     from claude_chats.pgstore.search import open_search
+    from claude_chats.search.searcher import Searcher
     from tests.support.fakes import _Fixed
 
     transcripts, url = runtime_role

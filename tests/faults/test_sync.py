@@ -14,8 +14,8 @@ import pytest
 
 from claude_chats import config, paths
 from claude_chats.localstore.journal import Journal
-from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
+from claude_chats.sync.runner import run_sync
 from tests.support import ROOT
 from tests.support.fakes import HashEmbedder, Proxy
 from tests.support.fuzzing import LONG, check_journal

@@ -18,8 +18,15 @@ from hypothesis import strategies as st
 
 from claude_chats import paths
 from tests.support import lines
-from tests.support.fuzzing import (HOSTILE_IDS, HOSTILE_PATHS, check_journal, fuzz_settings, json_values,
-                                   transcript_bytes, tree)
+from tests.support.fuzzing import (
+    HOSTILE_IDS,
+    HOSTILE_PATHS,
+    check_journal,
+    fuzz_settings,
+    json_values,
+    transcript_bytes,
+    tree,
+)
 from tests.support.hooks import hook_log, run_hook
 
 EVENTS = ["Stop", "UserPromptSubmit", "PreCompact", "SessionEnd", "SubagentStop", "", "💥", None, 7]

@@ -21,8 +21,17 @@ from hypothesis import strategies as st
 from claude_chats.localstore import writer
 from claude_chats.localstore.journal import Journal
 from tests.support import lines
-from tests.support.fuzzing import (FILE_NAMES, HOSTILE_IDS, HOSTILE_PATHS, check_journal, fuzz_settings, mutated_line,
-                                   transcript_bytes, tree)
+from tests.support.fuzzing import (
+    FILE_NAMES,
+    HOSTILE_IDS,
+    HOSTILE_PATHS,
+    check_journal,
+    fuzz_settings,
+    lines_of,
+    mutated_line,
+    transcript_bytes,
+    tree,
+)
 from tests.support.journals import fulltext
 
 
@@ -52,7 +61,7 @@ def test_piecewise_ingest_keeps_the_journal_consistent_and_loses_nothing(steps):
         fresh = os.path.join(root, "fresh.db")
         with Journal.open(fresh) as journal:
             journal.import_files(sorted({_file(root, n) for n, _ in steps}))
-        assert set(check_journal(fresh)) == set(rows)
+        assert lines_of(check_journal(fresh)) == lines_of(rows)
 
 
 @seed(202)

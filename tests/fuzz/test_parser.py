@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from claude_chats import transcript
 from tests.support.fuzzing import FILE_NAMES, encoded_line, fuzz_settings, transcript_bytes
 
-
 # -- properties ---------------------------------------------------------------------------
 
 def check_records(result, data, final=False):

@@ -18,9 +18,9 @@ from hypothesis import given, seed
 from hypothesis import strategies as st
 
 from claude_chats import models, paths
-from claude_chats.search import core as search
 from claude_chats.errors import ClaudeChatsError
 from claude_chats.mcp.server import create_server
+from claude_chats.search import core as search
 from tests.support import lines
 from tests.support.cli import chats
 from tests.support.fakes import HashEmbedder

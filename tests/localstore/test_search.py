@@ -3,14 +3,14 @@
 import pytest
 
 from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchError
+from claude_chats.localstore import vectors
 from claude_chats.localstore.fts import fts_match
 from claude_chats.localstore.search import LocalSearch
+from claude_chats.models import Chunk
 from claude_chats.search.core import LEG_WEIGHTS, Candidate, cap_per_session, fuse
 from claude_chats.search.searcher import Searcher
 from tests.support.fakes import HashEmbedder, OtherEmbedder
 from tests.support.journals import local_searcher, sessions_of
-from claude_chats.localstore import vectors
-from claude_chats.models import Chunk
 
 
 class NoModel(HashEmbedder):

@@ -13,7 +13,6 @@ from claude_chats.models import get_provider
 from claude_chats.models.ollama import OllamaProvider, normalize_url
 from tests.support.fakes import Server, fake_vector, ollama_embed, ollama_legacy, openai_embeddings, unit
 
-
 # -- OpenAI ------------------------------------------------------------------------------
 
 

@@ -14,13 +14,13 @@ import pytest
 
 from claude_chats import config
 from claude_chats.errors import SearchError
+from claude_chats.faults import ENV as DIE_AT
 from claude_chats.localstore import vectors
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import embedder, get_provider, with_text
-from claude_chats.stores import open_searcher
-from claude_chats.faults import ENV as DIE_AT
-from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
+from claude_chats.stores import open_searcher
+from claude_chats.sync.runner import run_sync
 from tests.support import ROOT, lines, redaction_corpus
 from tests.support.fakes import HashEmbedder, Server, openai_embeddings
 

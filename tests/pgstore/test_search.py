@@ -6,9 +6,9 @@ import pytest
 
 from claude_chats.errors import PostgresUnavailable, SpaceMismatchError
 from claude_chats.localstore.search import LocalSearch
+from claude_chats.pgstore.search import PgLink, open_search
 from claude_chats.search.core import Plan, fuse
 from claude_chats.search.searcher import Request, Searcher
-from claude_chats.pgstore.search import PgLink, open_search
 from tests.support.fakes import HashEmbedder, OtherEmbedder, Proxy, _Fixed
 from tests.support.journals import build_journal, sync_corpus
 

@@ -6,11 +6,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from claude_chats.pgstore import migrations
 from claude_chats.models import Space
+from claude_chats.pgstore import migrations
+from claude_chats.pgstore.store import PgStore, ivfflat_lists, vector_table
 from claude_chats.records import Batch, Conversation, Message
 from claude_chats.records import VectorRow as Chunk
-from claude_chats.pgstore.store import PgStore, ivfflat_lists, vector_table
 
 T0 = "2026-01-01T00:00:00Z"
 

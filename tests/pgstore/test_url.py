@@ -3,8 +3,8 @@
 import pytest
 
 from claude_chats.errors import InsecureConnectionError, PostgresUnavailable
-from claude_chats.pgstore import url as dburl
 from claude_chats.pgstore import connect as pg
+from claude_chats.pgstore import url as dburl
 
 SECRET = "s3cr3t-pa55"
 

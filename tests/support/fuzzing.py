@@ -139,13 +139,20 @@ FILE_NAMES = ["sess-1.jsonl", "agent-a1.jsonl", "s-9/subagents/agent-b2.jsonl", 
 # -- checks -----------------------------------------------------------------------------
 
 def journal_rows(path):
-    """uuid -> (session_id, seq, role, kind, content) of every stored message."""
+    """uuid -> (session_id, seq, role, kind, content) of every stored message (the stored key: a
+    fork's copy of a line another session holds is ``<uuid>@<session>``)."""
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return {r[0]: tuple(r[1:]) for r in conn.execute(
             "SELECT uuid, session_id, seq, role, kind, content FROM messages")}
     finally:
         conn.close()
+
+
+def lines_of(rows):
+    """The (session, line uuid) of ``journal_rows``: a message's identity whatever the order the
+    sessions holding one line arrived in (which of them keeps the bare uuid follows that order)."""
+    return {(values[0], key.removesuffix("@" + values[0])) for key, values in rows.items()}
 
 
 def check_journal(path, before=None):

@@ -4,8 +4,8 @@ import pytest
 
 from claude_chats import config
 from claude_chats.localstore.journal import Journal, discover
-from claude_chats.sync.runner import run_sync
 from claude_chats.pgstore.store import PgStore
+from claude_chats.sync.runner import run_sync
 from tests.support.fakes import HashEmbedder
 
 pytestmark = pytest.mark.slow

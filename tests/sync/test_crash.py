@@ -6,11 +6,10 @@ import sys
 
 import pytest
 
-from claude_chats.localstore.journal import Journal
 from claude_chats.faults import ENV
+from claude_chats.localstore.journal import Journal
 from claude_chats.pgstore.store import PgStore
 from tests.support import ROOT, lines
-
 
 DRIVER = """
 import json, sys

@@ -8,9 +8,9 @@ import pytest
 from claude_chats import config
 from claude_chats.errors import SyncLocked
 from claude_chats.localstore.journal import Journal
+from claude_chats.pgstore.store import PgStore
 from claude_chats.sync import lock
 from claude_chats.sync.runner import run_sync
-from claude_chats.pgstore.store import PgStore
 from tests.support import lines
 from tests.support.fakes import HashEmbedder
 

@@ -1,8 +1,8 @@
 """``chats schedule``: cron and systemd entries, driven through stand-in crontab/systemctl programs."""
 
 import plistlib
-import sys
 import stat
+import sys
 
 import pytest
 

@@ -1,0 +1,124 @@
+"""The embedding provider as a searcher reaches it: built once, failures remembered, calls bounded.
+
+``ProviderGuard(factory, deadline)`` gives ``call(fn)``: ``fn(provider)`` (asking
+the provider its space, embedding the canary sentence or a query). A provider
+over the network that failed is not asked again for ``BACKOFF`` seconds (doubling while it keeps
+failing, up to ``BACKOFF_MAX``): ``call`` raises ``ProviderUnavailable`` at once,
+saying when it failed and why. With a ``deadline`` (the MCP server), a provider
+that talks over the network is called in a thread of its own and waited on at
+most that long: a server that accepts and never answers costs a search that
+many seconds, not ``embed_timeout``; the request goes on in the background,
+and while it does, later calls do not wait for it. An in-process model
+(llama) is called directly: it is slow only while it loads.
+"""
+
+import threading
+import time
+
+from ..errors import ConfigError, ProviderError, ProviderUnavailable
+
+BACKOFF = 10.0          # seconds a failed provider is left alone, at first
+BACKOFF_MAX = 300.0     # ... at most, while it keeps failing
+NETWORK = ("ollama", "openai", "bedrock")   # providers whose calls go over a network
+
+
+class ProviderGuard:
+    """See the module docstring. ``deadline``: seconds, or None to wait as long as the provider does."""
+
+    def __init__(self, factory, deadline=None, backoff=BACKOFF, backoff_max=BACKOFF_MAX, clock=time.monotonic):
+        self.factory, self.deadline, self.clock = factory, deadline, clock
+        self.backoff, self.backoff_max = backoff, backoff_max
+        self.provider = None
+        self._lock = threading.Lock()
+        self._failed_at = self._failure = None
+        self._pause = 0.0
+        self._running = None    # (thread, what, started) of a call that outlived its deadline
+
+    # -- the provider ----------------------------------------------------------------------
+
+    def get(self):
+        """The provider, built on first use (``ConfigError`` / ``ProviderError`` when it cannot be)."""
+        self._check()
+        if self.provider is None:
+            if self.factory is None:
+                raise ConfigError("no embedding provider configured")
+            self.provider = self.factory()   # a failure here is cheap to repeat (a file, a setting): not kept
+        return self.provider
+
+    def call(self, what, fn, wait=None):
+        """``fn(provider)``; ``what`` names it in messages ("embedding the query"). ``wait``: seconds left
+        of the caller's own budget (None: the guard's ``deadline``)."""
+        provider = self.get()
+        limit = self.deadline if wait is None else wait
+        if limit is None or not networked(provider):
+            return self._run(fn, provider)
+        return self._bounded(what, fn, provider, max(0.0, limit))
+
+    def close(self):
+        if self.provider is not None and hasattr(self.provider, "close"):
+            self.provider.close()
+
+    # -- failures and deadlines --------------------------------------------------------------
+
+    def _check(self):
+        with self._lock:
+            running = self._running
+            if running is not None and running[0].is_alive():
+                raise ProviderUnavailable(f"the embedding model has not answered {running[1]} for "
+                                          f"{self.clock() - running[2]:.0f} s (still waiting for it in the background)")
+            self._running = None
+            if self._failed_at is None:
+                return
+            left = self._failed_at + self._pause - self.clock()
+            if left > 0:
+                raise ProviderUnavailable(f"{self._failure} (failed {self.clock() - self._failed_at:.0f} s ago; "
+                                          f"asked again in {left:.0f} s)")
+
+    def _run(self, fn, provider):
+        try:
+            value = fn(provider)
+        except ProviderError as exc:
+            if networked(provider):   # an in-process model fails fast: nothing to wait for, nothing to remember
+                self._failed(exc)
+            raise
+        self._succeeded()
+        return value
+
+    def _bounded(self, what, fn, provider, limit):
+        box = {}
+
+        def work():
+            try:
+                box["value"] = self._run(fn, provider)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, or kept as the failure
+                box["error"] = exc
+
+        thread = threading.Thread(target=work, name="chats-embed", daemon=True)
+        with self._lock:   # while it runs, other calls do not pile onto the same silent server
+            self._running = (thread, what, self.clock())
+        thread.start()
+        thread.join(limit)
+        if thread.is_alive():
+            raise ProviderUnavailable(f"the embedding model did not answer {what} within {limit:.1f} s "
+                                      "(a search waits no longer; the request goes on in the background)")
+        with self._lock:
+            if self._running is not None and self._running[0] is thread:
+                self._running = None
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _failed(self, exc):
+        with self._lock:
+            self._pause = self.backoff if self._failed_at is None else min(self.backoff_max, self._pause * 2)
+            self._failed_at, self._failure = self.clock(), str(exc)
+
+    def _succeeded(self):
+        with self._lock:
+            self._failed_at = self._failure = None
+            self._pause = 0.0
+
+
+def networked(provider):
+    """Whether ``provider``'s calls go over a network (and may hang on a silent server)."""
+    return getattr(provider, "name", None) in NETWORK or bool(getattr(provider, "base_url", None))
