@@ -221,6 +221,15 @@ def load(overrides=None, path=None, environ=None, validate=True):
     return Settings(values, sources)
 
 
+def from_environment(key, environ=None):
+    """A setting's value from the environment alone, checked (None when no variable of it is set):
+    what the hook reads without parsing the config file."""
+    environ = os.environ if environ is None else environ
+    setting = SETTINGS[key]
+    env = next((e for e in setting.envs if environ.get(e)), None)
+    return None if env is None else _checked(setting, environ[env], f"${env}", validate=False)
+
+
 def unknown_setting(key, where, value=None):
     """The message for ``key``, which is no setting: the nearest setting's name when it looks misspelled."""
     import difflib

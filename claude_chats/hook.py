@@ -122,11 +122,10 @@ def project_filter(conn):
     stored until it is fixed, rather than stored when it should not be."""
     from .capture import ProjectFilter
 
-    env = os.environ.get(EXCLUDE_ENV, "")
-    if env.strip():
+    if os.environ.get(EXCLUDE_ENV, "").strip():
         from . import config
 
-        return ProjectFilter(config.load(validate=False).exclude_projects) or None
+        return ProjectFilter(config.from_environment("exclude_projects")) or None
     if not _config_names("exclude_projects"):
         return None
     from .localstore import db

@@ -35,6 +35,8 @@ LINK = "link"                      # a pull request the session opened (pr-link)
 KINDS = (TEXT, TOOL_USE, TOOL_RESULT, THINKING, COMPACT_SUMMARY, COMPACT_BOUNDARY, COMMAND, META, INTERRUPT,
          RECAP, LINK)
 DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY, RECAP, LINK)
+# What a conversation is read as (pages, a hit's neighbouring messages): everything but thinking.
+CONVERSATION_KINDS = tuple(k for k in KINDS if k != THINKING)
 MACHINE_ENTRYPOINTS = "sdk-"       # `entrypoint` of sessions scripts and SDK runs start: sdk-cli (claude -p), sdk-ts, sdk-py
 
 
@@ -42,8 +44,6 @@ def machine_made(entrypoint):
     """Whether a session whose first ``entrypoint`` is this was started by a script or an SDK run
     (interactive sessions say ``cli``; transcripts older than the field have none: a person's)."""
     return isinstance(entrypoint, str) and entrypoint.startswith(MACHINE_ENTRYPOINTS)
-# What a conversation is read as (pages, a hit's neighbouring messages): everything but thinking.
-CONVERSATION_KINDS = tuple(k for k in KINDS if k != THINKING)
 
 MAX_TOOL_RESULT_CHARS = 100_000    # tool output beyond this is cut, with a marker saying so
 MAX_TOOL_INPUT_CHARS = 2_000
@@ -264,7 +264,8 @@ def parse_lines(data, ctx, final=False):
         except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError):
             result.skip("malformed record")
             continue
-        if (ctx.capture is not None or len(result.records) > records) and _kept_out(ctx, result, records):
+        if (ctx.capture is not None or len(result.records) > records or obj.get("type") == "attachment") \
+                and _kept_out(ctx, obj, result, records):
             del result.records[records:], result.titles[titles:]
             result.skip(_KEPT_OUT[ctx.capture])
             uuid = rawlines.uuid_of(obj)
@@ -286,9 +287,18 @@ def _names_excluded_project(lines, exclude):
     return any(cwd is not None and exclude(cwd) for cwd in {capture.cwd_of(raw) for raw in lines if b'"cwd"' in raw})
 
 
-def _kept_out(ctx, result, first):
-    """Whether the line whose records start at ``first`` is kept out, moving ``ctx.capture`` on: a
-    prompt with a marker starts keeping out, the next prompt without one ends a ``#chats-skip``."""
+def _kept_out(ctx, obj, result, first):
+    """Whether the line ``obj`` (its records start at ``first``) is kept out, moving ``ctx.capture``
+    on: a prompt with a marker starts keeping out, the next prompt without one ends a ``#chats-skip``.
+    A prompt typed while Claude works arrives as ``attachment/queued_command``: its marker counts
+    too (it ends nothing: it is part of the turn)."""
+    queued = _queued_prompt(obj)
+    if queued is not None and not ctx.agent_id:
+        said = capture.marker(queued)
+        if said is not None:
+            ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
+            return True
+        return ctx.capture is not None
     prompt = next((r.text for r in result.records[first:] if r.role == "user" and r.kind == TEXT), None)
     if prompt is not None and not ctx.agent_id:
         said = capture.marker(prompt)
@@ -299,6 +309,14 @@ def _kept_out(ctx, result, first):
             ctx.capture = None
             return False
     return ctx.capture is not None
+
+
+def _queued_prompt(obj):
+    attachment = obj.get("attachment") if obj.get("type") == "attachment" else None
+    if isinstance(attachment, dict) and attachment.get("type") == "queued_command":
+        prompt = attachment.get("prompt")
+        return prompt if isinstance(prompt, str) else None
+    return None
 
 
 def _keep_raw(obj, raw, ctx, result):

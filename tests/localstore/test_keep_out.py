@@ -71,6 +71,19 @@ def test_off_keeps_the_rest_of_the_session_out_resumes_and_subagents_too(journal
                                           transcript_path=str(path))
 
 
+def test_a_prompt_queued_while_claude_works_counts_too(journal_conn, tmp_path):
+    """Claude Code writes a prompt typed during a turn as attachment/queued_command (its `prompt`)."""
+    path = tmp_path / f"{SESSION}.jsonl"
+    queued = {"type": "attachment", "uuid": "q-1", "parentUuid": "t1-a", "sessionId": SESSION,
+              "attachment": {"type": "queued_command", "prompt": "the pin is 9931 #chats-off"}}
+    path.write_bytes(lines.encode(*_turn("first about figs", "figs answered", "t1"), queued,
+                                  lines.assistant("about the pin 9931", uid="t1-b")))
+    _ingest(journal_conn, path)
+    assert _texts(journal_conn) == ["first about figs", "figs answered"]
+    assert not any(b"9931" in rawlines.unpack(line) for (line,) in
+                   journal_conn.execute("SELECT line FROM raw_lines WHERE line IS NOT NULL"))
+
+
 def test_the_state_set_before_the_prompt_line_is_written_holds(journal_conn, tmp_path):
     """UserPromptSubmit runs before Claude Code writes the prompt: the hook marks the file then."""
     path = tmp_path / f"{SESSION}.jsonl"
