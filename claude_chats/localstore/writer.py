@@ -474,15 +474,19 @@ def watch(conn, path, session_id):
 
 
 def ingest_watched(conn, stats, skip=None, now=None):
-    """Read what is new in the watched transcripts; forget those unchanged for ``WATCH_DAYS``."""
-    rows = conn.execute("SELECT path FROM watched_transcripts").fetchall()
-    for (path,) in rows:
+    """Read what is new in the watched transcripts; forget those unchanged for ``WATCH_DAYS``, and
+    those still missing ``WATCH_DAYS`` after they were watched (``/fork``'s SessionStart comes before
+    its transcript is written: a hook run in between must not forget it)."""
+    now = now or time.time()
+    cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - WATCH_DAYS * 86400))
+    rows = conn.execute("SELECT path, added_at FROM watched_transcripts").fetchall()
+    for path, added in rows:
         if path == skip:
             continue
         try:
-            stale = (now or time.time()) - os.stat(path).st_mtime > WATCH_DAYS * 86400
+            stale = now - os.stat(path).st_mtime > WATCH_DAYS * 86400
         except OSError:
-            stale = True
+            stale = (added or "") < cutoff
         if stale:
             conn.execute("DELETE FROM watched_transcripts WHERE path = ?", (path,))
         else:
