@@ -35,6 +35,7 @@ class Message(NamedTuple):
     content: str
     created_at: str | None
     is_copy: bool = False   # a fork's copy of a line another session holds (not searched)
+    words: int | None = None   # its length in FTS5 tokens (bm25's document length; None: not known)
 
 
 class RawLine(NamedTuple):

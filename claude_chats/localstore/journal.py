@@ -129,10 +129,12 @@ class Journal:
     # -- sync support --------------------------------------------------------
 
     def pending(self, limit=500, after_id=0):
-        """Messages not yet pushed, oldest first (``id > after_id``)."""
+        """Messages not yet pushed, oldest first (``id > after_id``); ``fts_size``: FTS5's record of the
+        message's length in tokens (see ``outbox.token_count``)."""
         return _dicts(self.conn.execute(
-            f"SELECT id, {_MESSAGE_COLUMNS}, session_id FROM messages WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?",
-            (after_id, limit)))
+            f"SELECT id, {_MESSAGE_COLUMNS}, session_id, "
+            f"(SELECT d.sz FROM messages_fts_docsize d WHERE d.id = messages.id) AS fts_size "
+            f"FROM messages WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)))
 
     def mark_synced(self, ids):
         with db.Immediate(self.conn):

@@ -56,9 +56,26 @@ def mark_sessions_pushed(conn, conversations_):
 
 def as_messages(pending_rows, redact=None):
     """``records.Message`` for rows of ``Journal.pending``; ``redact`` cleans the text first."""
-    clean = redact or (lambda text: text)
-    return [Message(r["uuid"], r["session_id"], r["seq"], r["role"], r["kind"], clean(r["content"]),
-                    timestamp(r["created_at"]), bool(r["copy"])) for r in pending_rows]
+    out = []
+    for r in pending_rows:
+        content = redact(r["content"]) if redact else r["content"]
+        words = token_count(r.get("fts_size")) if content == r["content"] else None   # redacted: counted anew
+        out.append(Message(r["uuid"], r["session_id"], r["seq"], r["role"], r["kind"], content,
+                           timestamp(r["created_at"]), bool(r["copy"]), words))
+    return out
+
+
+def token_count(size):
+    """The message's length in tokens from FTS5's docsize record (a varint per column: one column
+    here), or None: what the journal's bm25 uses as the document length, read rather than counted."""
+    if not size:
+        return None
+    value = 0
+    for byte in size[:9]:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return None
 
 
 _ISO = re.compile(r"\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d{1,6})?)?)?(Z|[+-]\d\d(:?\d\d)?)?")

@@ -160,8 +160,9 @@ def _blocker(conn):
 
 
 def message_rows(messages):
-    """``records.Message``s as ``push_messages`` rows: each with its length in words, for bm25."""
-    return [(*m, word_count(m.content)) for m in messages]
+    """``records.Message``s as ``push_messages`` rows: each with its length in words, for bm25 (the
+    journal's count when it came with the message, else counted here)."""
+    return [(*m[:-1], m.words if m.words is not None else word_count(m.content)) for m in messages]
 
 
 def vector_table(space_id):
