@@ -47,7 +47,7 @@ class ProjectFilter:
             if path == folder or path.startswith(folder if folder == "/" else folder + "/"):
                 return True
         if self.globs:
-            from fnmatch import fnmatchcase   # imports re: only for a pattern with a glob
+            from fnmatch import fnmatchcase  # imports re: only for a pattern with a glob
 
             return any(fnmatchcase(path, g) or fnmatchcase(path, g + "/*") for g in self.globs)
         return False

@@ -39,7 +39,7 @@ class Message(NamedTuple):
 
 
 class RawLine(NamedTuple):
-    """A transcript line kept for restore (``rawlines``): ``line`` is zlib of its bytes, None for a link."""
+    """A transcript line kept for restore (``rawlines``): ``line`` is zlib of its bytes (pushed packed), None for a link."""
     session_id: str
     key: str
     seq: int

@@ -19,6 +19,7 @@ from .errors import PostgresError, RestoreError
 from .localstore.journal import Journal
 from .pgstore.store import PgStore
 
+
 @dataclass
 class RestoredFile:
     conversation: str

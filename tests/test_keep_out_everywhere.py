@@ -6,12 +6,11 @@ see what is stored: plain content, the compressed kept lines, Postgres rows).
 
 import json
 import os
-import zlib
 
 import psycopg
 import pytest
 
-from claude_chats import config, paths
+from claude_chats import config, paths, rawlines
 from claude_chats.claudecode import project_folder_name
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
@@ -63,7 +62,7 @@ def _stored_bytes():
             with open(os.path.join(paths.log_dir(), name), "rb") as fh:
                 out.append(fh.read())
     with Journal.open() as journal:
-        out += [zlib.decompress(line) for (line,) in journal.conn.execute(
+        out += [rawlines.unpack(line) for (line,) in journal.conn.execute(
             "SELECT line FROM raw_lines WHERE line IS NOT NULL")]
     return b"\n".join(out)
 
@@ -72,7 +71,7 @@ def _postgres_bytes(url):
     with psycopg.connect(url) as conn:
         tables = [t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
         rows = [str(row) for t in tables for row in conn.execute(f"SELECT t::text FROM {t} t")]
-        rows += [zlib.decompress(line).decode() for (line,) in conn.execute(
+        rows += [rawlines.unpack(line).decode() for (line,) in conn.execute(
             "SELECT line FROM raw_lines WHERE line IS NOT NULL")]
     return "\n".join(rows).encode()
 

@@ -222,11 +222,16 @@ def _rewrite_kept_lines(conn, clean, dry_run):
         if not rows:
             return count
         after = rows[-1][0]
-        changed = [(new, rid) for rid, line in rows for new in (rawlines.redact_packed(line, clean),) if new is not line]
+        changed = []
+        for rid, line in rows:
+            raw = rawlines.unpack(line)
+            new = rawlines.redact_line(raw, clean)
+            if new is not raw:
+                changed.append((rawlines.pack(new), rid))
         count += len(changed)
         if changed and not dry_run:
             with Immediate(conn):
-                conn.executemany("UPDATE raw_lines SET line = ? WHERE id = ?", changed)
+                conn.executemany("UPDATE raw_lines SET line = ?, packed = 1 WHERE id = ?", changed)
 
 
 def _rewrite_sessions(conn, clean, dry_run):

@@ -101,13 +101,30 @@ def _conversation(row):
                         machine, timestamp(updated), entrypoint, bool(machine_made))
 
 
+PACK_BATCH = 500
+
+
+def pack_raw_lines(conn, batch=PACK_BATCH):
+    """Compress the kept lines the hook stored as it read them; returns how many."""
+    done = 0
+    while True:
+        rows = conn.execute("SELECT id, line FROM raw_lines WHERE packed = 0 ORDER BY id LIMIT ?", (batch,)).fetchall()
+        if not rows:
+            return done
+        with Immediate(conn):
+            conn.executemany("UPDATE raw_lines SET line = ?, packed = 1 WHERE id = ? AND packed = 0",
+                             [(None if line is None else rawlines.pack(line), i) for i, line in rows])
+        done += len(rows)
+
+
 def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
     """``(ids, [records.RawLine])``: kept transcript lines not yet in Postgres, oldest first (``id >
     after_id``); ``redact`` cleans the text inside each line's JSON strings (the line stays JSON)."""
     rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
                         "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
     lines = [RawLine(session, key, seq, parent,
-                     line if line is None or redact is None else rawlines.redact_packed(line, redact),
+                     None if line is None else rawlines.pack(line) if redact is None
+                     else rawlines.redact_packed(line, redact),
                      timestamp(created)) for _id, session, key, seq, parent, line, created in rows]
     return [row[0] for row in rows], lines
 

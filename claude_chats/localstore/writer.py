@@ -13,7 +13,6 @@ stored (``chats redact --journal``).
 import os
 import stat
 import time
-import zlib
 
 from .. import jsonl, rawlines, transcript
 from ..times import now_iso
@@ -96,17 +95,17 @@ def _cursor(conn, path):
 TAIL_BYTES = 64
 
 
-CHECKSUM = b"\x00crc32:"   # a tail kept as its checksum (no line ends with a NUL)
+CHECKSUM = b"\x00fnv64:"   # a tail kept as its checksum (no line ends with a NUL)
 
 
 def _tail(fh, offset, checksum=False):
     """The (at most ``TAIL_BYTES``) bytes just before ``offset``: where the last stored line ended;
-    ``checksum``: their CRC-32 instead, for a file whose lines are kept out (their text must not be
+    ``checksum``: their checksum instead (``rawlines.checksum``: no zlib on the hook's path), for a file whose lines are kept out (their text must not be
     stored, even 64 bytes of it)."""
     start = max(0, offset - TAIL_BYTES)
     fh.seek(start)
     tail = fh.read(offset - start)
-    return CHECKSUM + b"%08x" % zlib.crc32(tail) if checksum else tail
+    return CHECKSUM + b"%016x" % rawlines.checksum(tail) if checksum else tail
 
 
 def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
@@ -239,18 +238,18 @@ def _store(conn, result, file_id, stats, machine):
 
 
 _KEEP_LINE = """
-INSERT OR IGNORE INTO raw_lines (session_id, seq, key, parent, line, created_at)
-VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session_id = ?), ?, ?, ?, ?)
+INSERT OR IGNORE INTO raw_lines (session_id, seq, key, parent, line, packed, created_at)
+VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session_id = ?), ?, ?, ?, ?, ?)
 """
 
 
 def _keep_lines(conn, lines, clean):
-    """The lines ``chats restore`` writes back, compressed (redacted inside their JSON strings when
-    ``clean`` is given: the journal_redact setting); links as they are. A line stored already is
-    ignored (its session and key are its identity)."""
+    """The lines ``chats restore`` writes back, as read (``chats sync`` compresses them: see
+    ``rawlines``), redacted inside their JSON strings when ``clean`` is given (the journal_redact
+    setting); links as they are. A line stored already is ignored (its session and key are its identity)."""
     conn.executemany(_KEEP_LINE, [
-        (session, session, key, parent,
-         None if raw is None else rawlines.pack(rawlines.redact_line(raw, clean) if clean else raw), stamp)
+        (session, session, key, parent, None if raw is None else rawlines.redact_line(raw, clean) if clean else raw,
+         int(raw is None), stamp)
         for session, key, parent, raw, stamp in lines])
 
 

@@ -337,8 +337,10 @@ class Syncer:
                 return
 
     def _push_raw_lines(self):
-        """The transcript lines kept for ``chats restore``, redacted inside their JSON like message
-        text. Lines of a session Postgres does not have yet (no message pushed) stay pending."""
+        """The transcript lines kept for ``chats restore``: compressed here (the hook stores them as
+        read), then pushed, redacted inside their JSON like message text. Lines of a session Postgres
+        does not have yet (no message pushed) stay pending."""
+        outbox.pack_raw_lines(self.journal.conn)
         if self.store is None:
             return
         after_id = 0

@@ -6,12 +6,11 @@ copies are not kept (a link keeps the chain), everything else is, compressed, on
 
 import json
 import shutil
-import zlib
 
 import pytest
 
 from claude_chats import rawlines
-from claude_chats.localstore import erase, writer
+from claude_chats.localstore import erase, outbox, writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.redact import redact
 from tests.support import ROOT, lines
@@ -58,6 +57,10 @@ def test_lines_resuming_needs_are_kept_and_the_noise_is_not(empty_journal):
 
 def test_restored_lines_are_the_original_bytes_and_compressed(empty_journal):
     _import(empty_journal, FIXTURES)
+    # the hook stores a line as it read it (no zlib on its path); sync compresses them all
+    assert empty_journal.conn.execute("SELECT count(*) FROM raw_lines WHERE packed = 0").fetchall()[0][0] > 0
+    assert outbox.pack_raw_lines(empty_journal.conn) > 0
+    assert empty_journal.conn.execute("SELECT count(*) FROM raw_lines WHERE packed = 0").fetchall()[0][0] == 0
     total = stored = 0
     for key, _parent, line in empty_journal.conn.execute("SELECT key, parent, line FROM raw_lines WHERE line IS NOT NULL"):
         raw = rawlines.unpack(line)
@@ -128,7 +131,7 @@ def test_redact_journal_and_purge_reach_the_kept_lines(empty_journal, tmp_path):
     writer.ingest_file(empty_journal.conn, str(path))
     counts = erase.redact_stored(empty_journal.conn, redact)
     assert counts["lines"] == 1
-    assert all(SECRET.encode() not in zlib.decompress(line) for _k, _p, line in _rows(empty_journal, "sess-1"))
+    assert all(SECRET.encode() not in rawlines.unpack(line) for _k, _p, line in _rows(empty_journal, "sess-1"))
     erase.purge_local(empty_journal.conn, erase.Target.of(session="sess-1"))
     assert _rows(empty_journal, "sess-1") == []
 
