@@ -12,13 +12,14 @@ import json
 import re
 from datetime import datetime
 
-from ..records import Conversation, Message
+from .. import rawlines
+from ..records import Conversation, Message, RawLine
 from . import db, vectors
 from .db import Immediate
 
 _CONVERSATION_SQL = f"""
 SELECT id, project_path, git_branch, {db.session_name(None)}, first_at, last_at,
-       parent_session_id, agent_id, machine, updated_at
+       parent_session_id, agent_id, machine, updated_at, entrypoint, machine_made
 FROM sessions"""
 
 
@@ -95,9 +96,42 @@ def timestamp(value):
 
 
 def _conversation(row):
-    (sid, project, branch, name, first, last, parent, agent, machine, updated) = row
+    (sid, project, branch, name, first, last, parent, agent, machine, updated, entrypoint, machine_made) = row
     return Conversation(sid, project, branch, name, timestamp(first), timestamp(last), parent, agent,
-                        machine, timestamp(updated))
+                        machine, timestamp(updated), entrypoint, bool(machine_made))
+
+
+PACK_BATCH = 500
+
+
+def pack_raw_lines(conn, batch=PACK_BATCH):
+    """Compress the kept lines the hook stored as it read them; returns how many."""
+    done = 0
+    while True:
+        rows = conn.execute("SELECT id, line FROM raw_lines WHERE packed = 0 ORDER BY id LIMIT ?", (batch,)).fetchall()
+        if not rows:
+            return done
+        with Immediate(conn):
+            conn.executemany("UPDATE raw_lines SET line = ?, packed = 1 WHERE id = ? AND packed = 0",
+                             [(None if line is None else rawlines.pack(line), i) for i, line in rows])
+        done += len(rows)
+
+
+def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
+    """``(ids, [records.RawLine])``: kept transcript lines not yet in Postgres, oldest first (``id >
+    after_id``); ``redact`` cleans the text inside each line's JSON strings (the line stays JSON)."""
+    rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
+                        "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
+    lines = [RawLine(session, key, seq, parent,
+                     None if line is None else rawlines.pack(line) if redact is None
+                     else rawlines.redact_packed(line, redact),
+                     timestamp(created)) for _id, session, key, seq, parent, line, created in rows]
+    return [row[0] for row in rows], lines
+
+
+def mark_raw_lines_pushed(conn, ids):
+    with Immediate(conn):
+        conn.executemany("UPDATE raw_lines SET synced = 1 WHERE id = ?", [(i,) for i in ids])
 
 
 def present(conn, message_ids):

@@ -202,7 +202,8 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
 
     A strong match: the message's bm25 reaches ``strength`` x ln(journal size) and it holds at least
     ``HINT_MIN_TERMS`` and ``HINT_MIN_SHARE`` of the prompt's words. The current session and its
-    subagents, a fork's copies, and tool output are left out: a hint must point somewhere new.
+    subagents, a fork's copies, tool output and machine-made sessions (scripts, SDK runs) are left
+    out: a hint must point somewhere new, and somewhere a person was.
     """
     terms = prompt_terms(prompt)
     if len(terms) < HINT_MIN_TERMS:
@@ -220,7 +221,8 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
         f"SELECT m.session_id, m.seq, -f.rank, m.content, {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
         f"FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT {HINT_ROWS}) f "
         f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
-        f"WHERE m.copy = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) AND m.session_id != ? "
+        f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "
+        f"AND m.session_id != ? "
         f"AND coalesce(s.parent_session_id, '') != ? ORDER BY f.rank LIMIT 40",
         (match, *HINT_KINDS, current, current)).fetchall()
     hints, sessions = [], set()

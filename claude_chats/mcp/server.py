@@ -88,6 +88,9 @@ DESCRIPTION_CAP = 4096   # characters of a tool description Claude Code keeps in
 # FastMCP parses a tool function's docstring with griffe, whose import costs 0.1-0.2 s of start-up.
 
 Kind = Literal[transcript.KINDS]
+Origin = Annotated[Literal["human", "machine", "any"], Field(
+    description="Which sessions: 'human' (default: started by a person in Claude Code), 'machine' (started by "
+                "scripts and SDK runs, e.g. `claude -p`), or 'any'.")]
 OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
 CLOSE_WAIT = 1.0   # seconds the shutdown waits for the warm-up to finish
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -127,11 +130,13 @@ def create_server(open_searcher=None):
             description="Message kinds (default: text, tool_use, tool_result, compact_summary).")] = None,
         max_chars: Annotated[int, Field(ge=1000, le=100_000,
                                         description="Size budget of the whole result.")] = MAX_CHARS,
+        origin: Origin = "human",
     ) -> dict:
         return _call(ctx, lambda s: s.search(
             query, limit=limit, mode=mode, project_path=current.project_path(project_path),
             session_id=current.session_id(session_id), role=role,
-            since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars))
+            since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars,
+            origin=origin))
 
     @server.tool(description=CONVERSATION_DESCRIPTION, annotations=READ_ONLY, meta=TOOL_META)
     def get_conversation(
@@ -152,11 +157,12 @@ def create_server(open_searcher=None):
         limit: Annotated[int, Field(ge=1, le=200, description="Number of sessions.")] = 10,
         project_path: Annotated[str | None, Field(description=PROJECT_FIELD)] = None,
         include_subagents: bool = False,
+        origin: Origin = "human",
         max_chars: Annotated[int, Field(ge=1000, le=200_000,
                                         description="Size budget of the whole result.")] = LIST_MAX_CHARS,
     ) -> dict:
         return _call(ctx, lambda s: s.recent_sessions(limit, current.project_path(project_path), include_subagents,
-                                                      max_chars=max_chars))
+                                                      origin=origin, max_chars=max_chars))
 
     return server
 

@@ -50,8 +50,8 @@ def test_scrubbed_mcp_search_runs_full_text_and_says_why(scratch, synced, tmp_pa
                            str(HERE / "env_server.py"), str(dump))
     assert added.returncode == 0, added.stderr
     # the scrub forces the default permission mode: the memory tool is allowed by name
-    res = scratch.print_turn(f'@mcp(search_memory {{"query": "ocelot migration plan", "mode": "hybrid"}})',
-                             "--allowedTools", SEARCH, **SHELL)
+    args = {"query": "ocelot migration plan", "mode": "hybrid", "origin": "any"}   # print mode: machine-made
+    res = scratch.print_turn(f"@mcp(search_memory {json.dumps(args)})", "--allowedTools", SEARCH, **SHELL)
     assert res.returncode == 0, res.stderr
     passed = json.loads(dump.read_text())
     assert [v for v in SCRUBBED if v in passed] == [] and all(passed.get(v) == SHELL[v] for v in KEPT), {
