@@ -86,7 +86,10 @@ def run_child(args, env, label):
     """(stdout, wall s, user s, sys s) of one child process (children run one at a time)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CLI, *args], env=env, capture_output=True, text=True)
+    # cwd: the scratch home, so that ``python -c`` (which puts the working directory first on
+    # sys.path) imports the checkout on PYTHONPATH and not whatever package is where we stand
+    proc = subprocess.run([sys.executable, "-c", CLI, *args], env=env, capture_output=True, text=True,
+                          cwd=env["CLAUDE_CHATS_HOME"])
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
@@ -130,7 +133,10 @@ def side(label, checkout, corpus, paths, model, extra, limit, scratch):
     """Import then sync with ``checkout``'s code in a fresh scratch home; returns the figures."""
     home = pathlib.Path(tempfile.mkdtemp(prefix=f"backfill-{label}-", dir=scratch))
     env = child_env(checkout, home, model, extra)
-    which = subprocess.run([sys.executable, "-c", WHICH], env=env, capture_output=True, text=True).stdout.strip()
+    which = subprocess.run([sys.executable, "-c", WHICH], env=env, capture_output=True, text=True,
+                           cwd=home).stdout.strip()
+    if not which.startswith(str(pathlib.Path(checkout).resolve())):
+        raise SystemExit(f"[{label}] imports claude_chats from {which}, not from {checkout}")
     print(f"[{label}] code {which}; scratch {home}")
     out, wall, user, sys_ = run_child(["import", "--json", *[str(corpus / p) for p in paths]], env, label)
     imported = json.loads(out)

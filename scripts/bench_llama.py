@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/bench_llama.py texts      # build the chunk cache, per-kind figures
     .venv/bin/python scripts/bench_llama.py threads    # 1 vs 2 threads, idle / 1 / 2 CPU burners, niced or not
+    .venv/bin/python scripts/bench_llama.py idle       # 1 vs 2 threads once the rest of the machine is idle
     .venv/bin/python scripts/bench_llama.py quant      # f32 / f16 / bf16 / q8_0 / q4_0: speed, cosine vs f16
     .venv/bin/python scripts/bench_llama.py batch      # n_batch (= n_ubatch), texts per decode, sorted packing
     .venv/bin/python scripts/bench_llama.py chunklen   # chunk window 128..512 tokens: speed per character
@@ -270,6 +271,47 @@ def cmd_threads(args):
     print(f"end {load()}")
 
 
+def _busy():
+    with open("/proc/stat") as fh:
+        f = [int(x) for x in fh.readline().split()[1:9]]
+    return sum(f) - f[3] - f[4], sum(f)
+
+
+def cmd_idle(args):
+    """Wait for the rest of the machine to be (nearly) idle, then time 1 and 2 threads back to back.
+
+    The other processes' load is measured during each run, not guessed from the load average:
+    the machine's busy time (/proc/stat) less the worker's own CPU time (RUSAGE_CHILDREN)."""
+    import resource
+
+    cores = os.cpu_count()
+    print(f"waiting for the others' load to fall below {args.idle_below} core(s) "
+          f"(at most {args.wait:.0f} s; start {load()})", flush=True)
+    deadline, pairs = time.monotonic() + args.wait, 0
+    while time.monotonic() < deadline and pairs < args.pairs:
+        b0, t0 = _busy()
+        time.sleep(3)
+        b1, t1 = _busy()
+        others = (b1 - b0) / max(1, t1 - t0) * cores
+        if others > args.idle_below:
+            continue
+        pairs += 1
+        print(f"pair {pairs}: others {others:.2f} cores over the 3 s before ({load()})", flush=True)
+        for threads in (1, 2, 1, 2):
+            cmd = [sys.executable, __file__, "_threads_worker", "--threads", str(threads), "--texts", str(args.texts),
+                   "--repeat", "1", "--model", str(args.model), "--budget", str(args.budget)] + \
+                  (["--flash-attn"] if args.flash_attn else [])
+            r0, (b0, t0), w0 = resource.getrusage(resource.RUSAGE_CHILDREN), _busy(), time.perf_counter()
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            r1, (b1, t1), w1 = resource.getrusage(resource.RUSAGE_CHILDREN), _busy(), time.perf_counter()
+            child = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / (w1 - w0)
+            during = max(0.0, (b1 - b0) / max(1, t1 - t0) * cores - child)
+            wall, cpu, done = json.loads(out.strip().splitlines()[-1])["runs"][0]
+            print(f"  {threads} thread(s): {done / wall:6.0f} tokens/s wall, {done / cpu:6.0f} per CPU s, "
+                  f"CPU/wall {cpu / wall:.2f}; others during the run {during:.2f} cores", flush=True)
+    print(f"end {load()}")
+
+
 # -- quantisation -----------------------------------------------------------------------------------
 
 FTYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}
@@ -502,8 +544,8 @@ def cmd_policy(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["texts", "threads", "_threads_worker", "quant", "batch", "chunklen",
-                                            "limit", "policy"])
+    parser.add_argument("command", choices=["texts", "threads", "_threads_worker", "idle", "quant", "batch",
+                                            "chunklen", "limit", "policy"])
     parser.add_argument("--model", type=pathlib.Path, help="the f16 GGUF (default: the test model)")
     parser.add_argument("--texts", type=int, default=120)
     parser.add_argument("--repeat", type=int, default=3)
@@ -522,6 +564,9 @@ def main():
     parser.add_argument("--refresh", action="store_true")
     parser.add_argument("--flash-attn", action="store_true")
     parser.add_argument("--budget", type=float, default=40.0, help="threads: seconds per run at most")
+    parser.add_argument("--idle-below", type=float, default=0.3, help="idle: others' load, in cores")
+    parser.add_argument("--wait", type=float, default=1800, help="idle: seconds to wait at most")
+    parser.add_argument("--pairs", type=int, default=3, help="idle: measurements to take")
     args = parser.parse_args()
     args.model = args.model or pathlib.Path(test_model())
     if args.command == "_threads_worker":
