@@ -32,10 +32,18 @@ PREVIOUS_CHARS = 300       # this much of the previous text message goes first
 @dataclass(frozen=True)
 class Recipe:
     """What text is embedded for a message: ``header`` + content, after ``previous_chars`` of the
-    session's previous text message when set. ``name`` goes into the space options."""
+    session's previous text message when set. ``name`` goes into the space options.
+
+    ``limits``: ``((kind, chars), ...)``: of a message of that kind only the first ``chars``
+    characters are embedded (cut back to a whitespace near the limit); 0 embeds nothing (the
+    message gets no vector; full-text search still finds it)."""
 
     name: str
     previous_chars: int = 0
+    limits: tuple = ()
+
+    def limit(self, kind):
+        return dict(self.limits).get(kind)
 
 
 HEADER = Recipe("speaker-date-1")
@@ -44,11 +52,38 @@ SETTINGS = {"context": CONTEXT, "plain": None}   # values of the ``embed_text`` 
 
 
 def recipe_for(value):
-    """The ``Recipe`` of an ``embed_text`` setting value (None for ``plain``)."""
-    try:
-        return SETTINGS[str(value or "context").strip().lower()]
-    except KeyError:
-        raise ConfigError(f"embed_text must be one of {', '.join(SETTINGS)}, not {value!r}") from None
+    """The ``Recipe`` of an ``embed_text`` setting value (None for ``plain``).
+
+    ``context,tool_result=1000,thinking=0`` is ``context`` with per-kind limits (see ``Recipe``);
+    its name, hence its space, says them (``context-1,thinking=0,tool_result=1000``)."""
+    text = str(value or "context").strip().lower()
+    base, *parts = [p.strip() for p in text.split(",")]
+    if base not in SETTINGS or (parts and SETTINGS[base] is None):
+        raise ConfigError(f"embed_text must be one of {', '.join(SETTINGS)} (context may be followed by "
+                          f",KIND=CHARS limits), not {value!r}")
+    recipe = SETTINGS[base]
+    if not parts:
+        return recipe
+    limits = {}
+    for part in parts:
+        kind, _, chars = part.partition("=")
+        if not kind.strip() or not chars.strip().isdigit():
+            raise ConfigError(f"embed_text: {part!r} is not KIND=CHARS (e.g. tool_result=1000)")
+        limits[kind.strip()] = int(chars)
+    limits = tuple(sorted(limits.items()))
+    name = ",".join([recipe.name, *(f"{k}={v}" for k, v in limits)])
+    return Recipe(name, recipe.previous_chars, limits)
+
+
+def head(text, chars):
+    """The first ``chars`` characters of ``text``, cut back to just after a whitespace in the last
+    fifth when there is one (a span of the content: chunk coordinates stay the message's)."""
+    if len(text) <= chars:
+        return text
+    for i in range(chars, max(0, chars - chars // 5), -1):
+        if text[i - 1].isspace():
+            return text[:i]
+    return text[:chars]
 
 
 def with_text(provider, settings=None):
@@ -103,15 +138,20 @@ class _Prefixed:
 
 
 def embed_messages(provider, messages, labels=None, recipe=HEADER):
-    """Per message (dicts with ``content``, ``role``, ``created_at``, optionally ``previous``: a dict
-    with ``role`` and ``content``), its ``[models.Chunk]``: the content's chunks (spans in content
-    coordinates), each embedded after the message's ``prefix``. ``recipe`` None: the bare content."""
+    """Per message (dicts with ``content``, ``role``, ``created_at``, optionally ``kind`` and
+    ``previous``: a dict with ``role`` and ``content``), its ``[models.Chunk]``: the content's chunks
+    (spans in content coordinates), each embedded after the message's ``prefix``; a kind the recipe
+    limits, only its head. ``recipe`` None: the bare content."""
     if recipe is None:
         return embed_texts(provider, [m["content"] or "" for m in messages])
     spans, texts = [], []
     for message in messages:
         before = prefix(message, labels, recipe)
-        spans.append(chunk_text(message["content"] or "", _Prefixed(provider, before)))
+        content = message["content"] or ""
+        limit = recipe.limit(message.get("kind")) if recipe.limits else None
+        if limit is not None:
+            content = head(content, limit)
+        spans.append(chunk_text(content, _Prefixed(provider, before)))
         texts += [before + chunk for _, _, chunk in spans[-1]]
     vectors = iter(provider.embed_documents(texts))
     return [[Chunk(n, start, end, next(vectors)) for n, (start, end, _) in enumerate(chunks)] for chunks in spans]
@@ -158,7 +198,7 @@ def with_previous(rows):
     with ``previous``: the session's last text message before it (None for the first)."""
     out, last = [], {}
     for i, session, role, kind, created_at, content in rows:
-        message = {"id": i, "role": role, "created_at": created_at, "content": content,
+        message = {"id": i, "role": role, "kind": kind, "created_at": created_at, "content": content,
                    "previous": last.get(session)}
         if kind == "text":
             last[session] = message

@@ -269,7 +269,7 @@ class Syncer:
         (``models.recipe``; the bare content when it has none)."""
         recipe = recipe_of(self.provider)
         previous = self._previous(rows, messages) if recipe is not None and recipe.previous_chars else {}
-        items = [{"content": m.content, "role": r["role"], "created_at": r["created_at"],
+        items = [{"content": m.content, "role": r["role"], "kind": r["kind"], "created_at": r["created_at"],
                   "previous": previous.get(r["id"])} for r, m in zip(rows, messages)]
         embedded = dict(zip([r["id"] for r in rows], embed_messages(self.provider, items, recipe=recipe)))
         self.report.embedded += len(rows)

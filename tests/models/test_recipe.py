@@ -109,6 +109,38 @@ def test_long_message_chunks_keep_content_spans_under_the_prefix(empty_journal, 
     assert float(chunks[0].vector @ want) > 0.9999
 
 
+def test_per_kind_limits_embed_the_head_of_a_tool_result_and_no_thinking(empty_journal, tmp_path, minilm):
+    output = " ".join(f"line{i}" for i in range(900))
+    empty_journal.import_files([write(tmp_path, [
+        lines.user("run the tests", ts=DAY),
+        lines.assistant([{"type": "thinking", "thinking": "the user wants pytest", "signature": "x"}], ts=DAY),
+        lines.assistant([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}], ts=DAY),
+        lines.user([{"type": "tool_result", "tool_use_id": "t1", "content": output}], ts=DAY)])])
+    kinds = dict(empty_journal.conn.execute("SELECT kind, id FROM messages").fetchall())
+    settings = journal_only(embed_text="context,tool_result=300,thinking=0")
+    provider = with_text(minilm, settings)
+    assert provider.space.options["text"] == "context-1,thinking=0,tool_result=300"
+    report = run_sync(settings, journal=empty_journal, provider=provider, store=None, lock=False)
+    assert report.ok and report.chunks == 3, report   # the prompt, the tool call, one head; no thinking
+    [chunk] = stored(empty_journal, provider, kinds["tool_result"])
+    head = output[:chunk.end]
+    assert chunk.start == 0 and 240 <= chunk.end <= 300 and head == output[:300].rsplit(" ", 1)[0] + " "
+    want = minilm.embed_documents([f"user: run the tests\nuser (1 January 2026): {head}"])[0]
+    assert float(chunk.vector @ want) > 0.9999
+    space_id = vectors.find_space(empty_journal.conn, provider.space.key)
+    assert vectors.load_message_vectors(empty_journal.conn, space_id, [kinds["thinking"]]) == {}
+
+
+def test_per_kind_limits_are_checked():
+    from claude_chats.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="KIND=CHARS"):
+        config.parse_value("embed_text", "context,tool_result=lots")
+    with pytest.raises(ConfigError, match="context, plain"):
+        config.parse_value("embed_text", "plain,tool_result=300")
+    assert config.parse_value("embed_text", "context,tool_result=300") == "context,tool_result=300"
+
+
 def test_plain_keeps_the_old_space_and_text(empty_journal, tmp_path, minilm, test_model_path):
     plain = journal_only(embed_text="plain", model=str(test_model_path), threads=1)
     with embedder(plain) as provider, get_provider(plain) as bare:
