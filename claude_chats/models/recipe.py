@@ -21,6 +21,7 @@ embeds the bare content in the provider's own space, as before recipes existed).
 from dataclasses import dataclass
 from datetime import datetime
 
+from .. import transcript
 from ..errors import ConfigError
 from .base import Space
 from .chunking import Chunk, chunk_text, embed_texts
@@ -41,9 +42,15 @@ class Recipe:
     name: str
     previous_chars: int = 0
     limits: tuple = ()
+    bare: tuple = ()          # kinds embedded after their header only, without the previous message
 
     def limit(self, kind):
         return dict(self.limits).get(kind)
+
+    @property
+    def skipped(self):
+        """The kinds this recipe embeds nothing of (limit 0)."""
+        return tuple(kind for kind, chars in self.limits if chars == 0)
 
 
 HEADER = Recipe("speaker-date-1")
@@ -66,10 +73,12 @@ def recipe_for(value):
         return recipe
     limits = {}
     for part in parts:
-        kind, _, chars = part.partition("=")
-        if not kind.strip() or not chars.strip().isdigit():
+        kind, _, chars = (p.strip() for p in part.partition("="))
+        if not kind or not chars.isdigit():
             raise ConfigError(f"embed_text: {part!r} is not KIND=CHARS (e.g. tool_result=1000)")
-        limits[kind.strip()] = int(chars)
+        if kind not in transcript.KINDS:
+            raise ConfigError(f"embed_text: {kind!r} is no kind of message; the kinds: {', '.join(transcript.KINDS)}")
+        limits[kind] = int(chars)
     limits = tuple(sorted(limits.items()))
     name = ",".join([recipe.name, *(f"{k}={v}" for k, v in limits)])
     return Recipe(name, recipe.previous_chars, limits)
@@ -118,7 +127,7 @@ def prefix(message, labels=None, recipe=HEADER):
     """What goes before a message's content (each of its chunks) when it is embedded."""
     before = ""
     previous = message.get("previous")
-    if recipe.previous_chars and previous:
+    if recipe.previous_chars and previous and message.get("kind") not in recipe.bare:
         text = " ".join(previous["content"][:recipe.previous_chars].split())
         before = f"{(labels or LABELS).get(previous['role'], previous['role'])}: {text}\n"
     return before + header(message["role"], message["created_at"], labels)

@@ -131,6 +131,22 @@ def test_per_kind_limits_embed_the_head_of_a_tool_result_and_no_thinking(empty_j
     assert vectors.load_message_vectors(empty_journal.conn, space_id, [kinds["thinking"]]) == {}
 
 
+def test_a_kind_embedded_not_at_all_is_not_picked_up_again_by_every_sync(empty_journal, tmp_path, pg_db_url):
+    """A message of a kind the recipe gives no vector (``thinking=0``) is pushed without one; the backfill
+    (messages pushed without vectors of the space) must not take it for one still to embed."""
+    empty_journal.import_files([write(tmp_path, [
+        lines.user("run the tests", ts=DAY),
+        lines.assistant([{"type": "thinking", "thinking": "the user wants pytest", "signature": "x"}], ts=DAY),
+        lines.assistant("all 12 passed", ts=DAY)])])
+    settings = config.load({"database_url": pg_db_url, "embed_text": "context,thinking=0"}, environ={},
+                           path=os.devnull)
+    provider = with_text(HashEmbedder(), settings)
+    first = run_sync(settings, journal=empty_journal, provider=provider, lock=False)
+    assert first.ok and (first.pushed, first.embedded, first.chunks) == (3, 3, 2), first
+    again = run_sync(settings, journal=empty_journal, provider=provider, lock=False)
+    assert (again.backfill_before, again.embedded) == (0, 0), again
+
+
 def test_per_kind_limits_are_checked():
     from claude_chats.errors import ConfigError
 
@@ -241,10 +257,13 @@ def test_upgrade_from_plain_vectors_notes_then_backfills(empty_journal, tmp_path
 
     progress = []
     after = run_sync(config.load(), journal=empty_journal, lock=False, batch_size=5,
-                     progress=lambda done, total: progress.append((done, total)))
+                     progress=lambda p: progress.append((p.messages_done, p.messages_total, p.chars_done,
+                                                         p.chars_total)))
     assert after.ok, after.errors
     assert (after.backfill_before, after.backfilled, after.pushed, after.embedded) == (18, 18, 0, 18)
-    assert progress[-1] == (18, 18) and len(progress) == 4
+    done = [p[0] for p in progress]
+    assert progress[-1][:2] == (18, 18) and done == sorted(done) and set(done) >= {0, 5, 10, 15, 18}
+    assert progress[-1][2] == progress[-1][3] == after.embedded_chars > 0   # every character it had to embed
     assert pg_message_count(pg_db_url) == 18
     assert len(pg_vectors(pg_db_url, context_key)) == 18 and len(pg_vectors(pg_db_url, plain_key)) == 18
     again = run_sync(config.load(), journal=empty_journal, lock=False)
