@@ -25,7 +25,7 @@ from tests.support import ROOT, lines, redaction_corpus
 from tests.support.fakes import HashEmbedder, Server, openai_embeddings
 
 DAY = "2026-01-01T10:00:00.000Z"
-CONTEXT_KEY = '{"text":"context-1"}'
+CONTEXT_KEY = '{"text":"lean-1"}'   # the default recipe's
 
 
 def session_lines(session="s-1"):
@@ -147,12 +147,27 @@ def test_a_kind_embedded_not_at_all_is_not_picked_up_again_by_every_sync(empty_j
     assert (again.backfill_before, again.embedded) == (0, 0), again
 
 
+def test_lean_the_default_embeds_nothing_search_leaves_out_and_a_tool_results_head():
+    from claude_chats import transcript
+    from claude_chats.errors import ConfigError
+    from claude_chats.models.recipe import LEAN, UNSEARCHED, recipe_for
+
+    assert set(UNSEARCHED) == set(transcript.KINDS) - set(transcript.DEFAULT_KINDS)   # else: a new LEAN name
+    assert recipe_for(None) is LEAN and config.load(environ={}, path=os.devnull).embed_text == "lean"
+    assert LEAN.skipped == UNSEARCHED and LEAN.limit("tool_result") == 300 and LEAN.limit("text") is None
+    wider = recipe_for("lean,tool_result=2000")
+    assert (wider.name, wider.limit("tool_result"), wider.skipped) == ("lean-1,tool_result=2000", 2000, UNSEARCHED)
+    assert recipe_for("context").limits == ()
+    with pytest.raises(ConfigError, match="'tool_reslt' is no kind"):
+        recipe_for("lean,tool_reslt=0")
+
+
 def test_per_kind_limits_are_checked():
     from claude_chats.errors import ConfigError
 
     with pytest.raises(ConfigError, match="KIND=CHARS"):
         config.parse_value("embed_text", "context,tool_result=lots")
-    with pytest.raises(ConfigError, match="context, plain"):
+    with pytest.raises(ConfigError, match="lean, context, plain"):
         config.parse_value("embed_text", "plain,tool_result=300")
     assert config.parse_value("embed_text", "context,tool_result=300") == "context,tool_result=300"
 
@@ -175,7 +190,7 @@ def test_plain_keeps_the_old_space_and_text(empty_journal, tmp_path, minilm, tes
 def test_embed_text_setting_is_checked():
     from claude_chats.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="context, plain"):
+    with pytest.raises(ConfigError, match="lean, context, plain"):
         config.parse_value("embed_text", "fancy")
     assert config.parse_value("embed_text", "plain") == "plain"
 
@@ -316,7 +331,7 @@ def test_backfill_killed_midway_converges(tmp_path, pg_db_url, die_at):
     assert report["ok"] and report["pushed"] == 0 and report["backfilled"] == report["backfill_before"], report
     if die_at == "before-mark@3":   # two batches were pushed and kept: the rest is resumed, not redone
         assert report["backfilled"] == 16, report
-    context = HashEmbedder().space.key[:-2] + CONTEXT_KEY
+    context = HashEmbedder().space.key[:-2] + '{"text":"context-1"}'
     remote = pg_vectors(pg_db_url, context)
     assert len(remote) == 24 and pg_message_count(pg_db_url) == 24
     with Journal.open(path) as journal:
