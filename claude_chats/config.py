@@ -45,6 +45,27 @@ def _integer(value):
         raise ValueError() from None
 
 
+def _paths(value):
+    """Project folders (globs allowed): a TOML array of strings, or one string of folders separated by
+    ``:`` (the environment's form). ``~`` is expanded; each must then be absolute, as Claude Code
+    records a session's folder."""
+    if isinstance(value, str):
+        items = value.split(os.pathsep)
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = list(value)
+    else:
+        raise ValueError(f"it is {_toml_type(value)}")
+    out = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        path = os.path.expanduser(item)
+        if not os.path.isabs(path):
+            raise ValueError(f"{item!r} is not an absolute path")
+        out.append(path.rstrip("/") or "/")
+    return tuple(out)
+
+
 def _toml_type(value):
     """What TOML calls the type of ``value``, with its article."""
     return {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array",
@@ -92,6 +113,9 @@ SETTINGS = {
         Setting("recall_hints", ("CLAUDE_CHATS_RECALL_HINTS",), True, kind=_bool,
                 help="on each prompt, point Claude at up to 3 other sessions that strongly match it "
                      "(a full-text probe of the journal by the hook)"),
+        Setting("exclude_projects", ("CLAUDE_CHATS_EXCLUDE_PROJECTS",), (), kind=_paths,
+                help="project folders (and everything below them; *, ? and [...] as in globs) whose transcripts "
+                     "the hook and `chats import` never store; in the environment, separated by ':'"),
         Setting("journal_redact", ("CLAUDE_CHATS_JOURNAL_REDACT",), False, kind=_bool,
                 help="store redacted text in the local journal too (hook and import); "
                      "`chats redact --journal` rewrites what is already stored"),
@@ -133,7 +157,7 @@ def read_file(path=None):
 
 
 _KIND_NAMES = {_bool: "boolean (true/false)", _seconds: f"duration ({DURATION_FORMS})",
-               _integer: "integer", _text: "string"}
+               _integer: "integer", _text: "string", _paths: "list of absolute folder paths (globs allowed)"}
 
 
 def _checked(setting, value, origin, validate=True):
@@ -199,6 +223,15 @@ def load(overrides=None, path=None, environ=None, validate=True):
     return Settings(values, sources)
 
 
+def from_environment(key, environ=None):
+    """A setting's value from the environment alone, checked (None when no variable of it is set):
+    what the hook reads without parsing the config file."""
+    environ = os.environ if environ is None else environ
+    setting = SETTINGS[key]
+    env = next((e for e in setting.envs if environ.get(e)), None)
+    return None if env is None else _checked(setting, environ[env], f"${env}", validate=False)
+
+
 def unknown_setting(key, where, value=None):
     """The message for ``key``, which is no setting: the nearest setting's name when it looks misspelled."""
     import difflib
@@ -209,6 +242,16 @@ def unknown_setting(key, where, value=None):
         return (f"{where}: unknown setting {key!r}{shown_value}: did you mean {near[0]}? "
                 f"(rename it, or `chats config unset {key}`)")
     return f"{where}: unknown setting {key!r}; the settings are: {', '.join(SETTINGS)}"
+
+
+def project_filter(settings=None):
+    """A ``capture.ProjectFilter`` of the ``exclude_projects`` setting, or None when it lists none."""
+    patterns = (settings or load(validate=False)).exclude_projects
+    if not patterns:
+        return None
+    from .capture import ProjectFilter
+
+    return ProjectFilter(patterns)
 
 
 def journal_redactor(settings=None):

@@ -181,7 +181,8 @@ def check_cleanup_period(ctx):
         return Check("cleanup", WARN,
                      f"Claude Code deletes transcripts after {days} days (cleanupPeriodDays) but the journal holds "
                      f"{held:.0f} days: the journal keeps them, it is now the only copy of the older ones",
-                     "nothing to do (back up the journal); or raise cleanupPeriodDays in settings.json")
+                     "nothing to do (back up the journal; `chats restore SESSION_ID` writes a deleted session "
+                     "back for `claude --resume`); or raise cleanupPeriodDays in settings.json")
     return Check("cleanup", PASS, f"Claude Code keeps transcripts {days} days; the journal holds {held:.0f}")
 
 

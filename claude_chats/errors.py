@@ -11,6 +11,7 @@ The tree (classes defined elsewhere name their module)::
     │   └── InstallError            (install) Claude Code's settings cannot be changed safely
     ├── JournalError                the journal cannot be opened, migrated or written
     ├── SessionNotFound             no conversation with this session id is stored
+    ├── RestoreError                (restore) a session cannot be written back as a transcript
     ├── SearchError                 a search cannot run as asked
     ├── ProviderError               the embedding provider failed (down, throttled, bad answer)
     │   └── ProviderUnavailable     its SDK, model file or server is not there
@@ -39,6 +40,10 @@ class JournalError(ClaudeChatsError):
 
 class SessionNotFound(ClaudeChatsError):
     """No conversation with this session id is stored."""
+
+
+class RestoreError(ClaudeChatsError):
+    """A session cannot be written back as a Claude Code transcript (no kept lines, a different file there)."""
 
 
 class SearchError(ClaudeChatsError):

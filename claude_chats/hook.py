@@ -32,8 +32,10 @@ def main():
     try:
         payload = _read_payload()
         conn = open_journal()
-        run(payload, conn)
-        answer = respond(payload, conn)
+        exclude, answer = project_filter(conn), None
+        if not kept_out(payload, exclude):   # an excluded project: nothing read, nothing stored
+            run(payload, conn, exclude)
+            answer = respond(payload, conn)
         if answer:
             os.write(1, answer.encode("utf-8"))   # the one output: hook JSON, written whole, unbuffered
         trim_wal(conn)
@@ -67,6 +69,18 @@ def _path(payload, key):
 
 
 RECALL_HINTS_DEFAULT = True   # config.py's default for recall_hints (a test checks they agree)
+_CONFIG = []                  # the config file's bytes, read once per run (b"" when there is none)
+
+
+def _config_names(key):
+    """Whether the config file mentions ``key`` at all (a peek: it is parsed only then)."""
+    if not _CONFIG:
+        try:
+            with open(paths.config_path(), "rb") as fh:
+                _CONFIG.append(fh.read())
+        except (FileNotFoundError, NotADirectoryError):
+            _CONFIG.append(b"")
+    return key.encode() in _CONFIG[0]
 
 
 def recall_hints_on():
@@ -77,13 +91,8 @@ def recall_hints_on():
         return False
     if env in ("1", "true", "yes", "on"):
         return True
-    if not env:   # anything else in the environment: the config module says what is wrong with it
-        try:
-            with open(paths.config_path(), "rb") as fh:
-                if b"recall_hints" not in fh.read():
-                    return RECALL_HINTS_DEFAULT
-        except (FileNotFoundError, NotADirectoryError):
-            return RECALL_HINTS_DEFAULT
+    if not env and not _config_names("recall_hints"):   # else the config module says what is wrong with it
+        return RECALL_HINTS_DEFAULT
     from . import config
 
     return bool(config.load().recall_hints)
@@ -94,20 +103,66 @@ def journal_redactor():
     environment and a peek at the small config file say whether the setting can be on at all, and
     only then is the config module imported and the file parsed. A malformed value is a
     ``ConfigError`` (nothing is stored until it is fixed, rather than stored unredacted)."""
-    if not os.environ.get("CLAUDE_CHATS_JOURNAL_REDACT", "").strip():
-        try:
-            with open(paths.config_path(), "rb") as fh:
-                if b"journal_redact" not in fh.read():
-                    return None
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+    if not os.environ.get("CLAUDE_CHATS_JOURNAL_REDACT", "").strip() and not _config_names("journal_redact"):
+        return None
     from . import config
 
     return config.journal_redactor()
 
 
-def run(payload, conn):
-    """Store what is new in the payload's transcript (and its subagents') into ``conn``."""
+EXCLUDE_ENV = "CLAUDE_CHATS_EXCLUDE_PROJECTS"
+EXCLUDE_CACHE = "exclude_projects"   # journal state: the config file's patterns, keyed by the file's stat
+
+
+def project_filter(conn):
+    """A ``capture.ProjectFilter`` of the ``exclude_projects`` setting, or None, cheaply: from the
+    environment; else, when the config file names the setting, from the journal's copy of what the
+    file said the last time it looked as it looks now (parsing TOML costs the hook about 20 ms),
+    reading the file again only when it changed. A malformed value is a ``ConfigError``: nothing is
+    stored until it is fixed, rather than stored when it should not be."""
+    from .capture import ProjectFilter
+
+    if os.environ.get(EXCLUDE_ENV, "").strip():
+        from . import config
+
+        return ProjectFilter(config.from_environment("exclude_projects")) or None
+    if not _config_names("exclude_projects"):
+        return None
+    from .localstore import db
+
+    st = os.stat(paths.config_path())
+    stamp = [st.st_mtime_ns, st.st_size, st.st_ino]
+    cached = db.get_state(conn, EXCLUDE_CACHE)
+    cached = jsonl.loads(cached) if cached else None
+    if cached and cached.get("stat") == stamp:
+        patterns = cached["patterns"]
+    else:
+        from . import config
+
+        patterns = list(config.load(validate=False).exclude_projects)
+        db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps({"stat": stamp, "patterns": patterns}))
+    return ProjectFilter(patterns) or None
+
+
+def kept_out(payload, exclude):
+    """Whether the payload's session is in an excluded project (its ``cwd``): nothing is read then."""
+    cwd = _text(payload, "cwd")
+    return bool(exclude and cwd and exclude(os.path.abspath(os.path.expanduser(cwd))))
+
+
+MACHINE_MADE_ENV = "CLAUDE_CHATS_MACHINE_MADE"
+
+
+def machine_made_run():
+    """Whether this hook runs under a script that drives Claude Code (``CLAUDE_CHATS_MACHINE_MADE=1``:
+    what a script running the interactive UI, or claude-chats' own real-CLI tests, set): every
+    session it records is machine-made, whatever its ``entrypoint`` says."""
+    return os.environ.get(MACHINE_MADE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def run(payload, conn, exclude=None):
+    """Store what is new in the payload's transcript (and its subagents') into ``conn``; the lines
+    of projects ``exclude`` names (a ``capture.ProjectFilter``) are kept out."""
     from .localstore import db, writer
     from .times import now_iso
 
@@ -122,7 +177,8 @@ def run(payload, conn):
 
     # The run is recorded inside each write transaction (the last one's record
     # stands), not in one more transaction of its own: one commit fewer per turn.
-    stats = writer.IngestStats(resolve_redact=journal_redactor, before_commit=record_run)
+    stats = writer.IngestStats(resolve_redact=journal_redactor, before_commit=record_run,
+                               machine_made=machine_made_run(), exclude=exclude)
     if transcript_path:
         # A transcript not written yet (a session's first prompt; `claude mcp list`, whose
         # SessionEnd names a file never created) is nothing to record, not an error.
@@ -130,6 +186,9 @@ def run(payload, conn):
         if payload.get("hook_event_name") == "SessionStart" and payload.get("source") == "fork":
             # `/fork` starts a background session: no other hook of its own ever fires
             writer.watch(conn, transcript_path, _text(payload, "session_id"))
+        said = marked(payload)
+        if said:   # before Claude Code writes the prompt line: its turn's answers may come first
+            writer.keep_out(conn, transcript_path, said)
     writer.ingest_watched(conn, stats, skip=transcript_path and os.path.abspath(transcript_path))
     if agent_path:
         writer.ingest_file(conn, agent_path, stats)
@@ -137,7 +196,8 @@ def run(payload, conn):
     if answer and payload.get("hook_event_name") in FINAL_ANSWER_EVENTS:
         session = final_answer_session(payload)
         if session:
-            writer.record_final_answer(conn, session, answer, stats, project_path=_text(payload, "cwd"))
+            writer.record_final_answer(conn, session, answer, stats, project_path=_text(payload, "cwd"),
+                                       transcript_path=agent_path or transcript_path)
     if stats.messages:
         from .sync import background
         background.maybe_start(conn)
@@ -160,7 +220,8 @@ def respond(payload, conn):
         from .localstore import recall
 
         context = recall.session_context(conn, session, payload.get("source"))
-    elif event == "UserPromptSubmit" and isinstance(payload.get("prompt"), str) and recall_hints_on():
+    elif event == "UserPromptSubmit" and isinstance(payload.get("prompt"), str) and not marked(payload) \
+            and recall_hints_on():
         from .localstore import recall
 
         hints = recall.recall_hints(conn, payload["prompt"], session)
@@ -174,6 +235,16 @@ def respond(payload, conn):
 
 
 FINAL_ANSWER_EVENTS = ("Stop", "SubagentStop")
+
+
+def marked(payload):
+    """``"skip"`` or ``"off"`` when a UserPromptSubmit's prompt has a marker (``capture``), else None."""
+    prompt = payload.get("prompt")
+    if payload.get("hook_event_name") != "UserPromptSubmit" or not isinstance(prompt, str):
+        return None
+    from .capture import marker
+
+    return marker(prompt)
 
 
 def _text(payload, key):

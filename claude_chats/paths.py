@@ -8,8 +8,6 @@ agree); ``CLAUDE_CHATS_HOME`` relocates all of them under one folder.
 import os
 import sys
 
-from .errors import ConfigError
-
 APP = "claude-chats"
 
 
@@ -86,5 +84,6 @@ def check_folders():
             existing = os.path.dirname(existing)
         if not os.path.isdir(existing):
             where = "CLAUDE_CHATS_HOME" if _home_override() else "XDG_DATA_HOME, XDG_CONFIG_HOME or XDG_STATE_HOME"
+            from .errors import ConfigError  # here: errors is off the hook's path
             raise ConfigError(f"claude-chats keeps its state in {folder}, but {existing} is not a folder: "
                               f"point {where} at a folder (it is created when missing)")

@@ -22,6 +22,8 @@ class Conversation(NamedTuple):
     agent_id: str | None
     machine: str | None
     updated_at: str | None
+    entrypoint: str | None = None     # where the session came from (``cli``, ``sdk-cli``, ...)
+    machine_made: bool = False        # started by a script or an SDK run: left out of search by default
 
 
 class Message(NamedTuple):
@@ -33,6 +35,17 @@ class Message(NamedTuple):
     content: str
     created_at: str | None
     is_copy: bool = False   # a fork's copy of a line another session holds (not searched)
+    words: int | None = None   # its length in FTS5 tokens (bm25's document length; None: not known)
+
+
+class RawLine(NamedTuple):
+    """A transcript line kept for restore (``rawlines``): ``line`` is zlib of its bytes, None for a link."""
+    session_id: str
+    key: str
+    seq: int
+    parent: str | None
+    line: bytes | None
+    created_at: str | None
 
 
 class VectorRow(NamedTuple):

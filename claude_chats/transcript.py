@@ -17,7 +17,7 @@ the C scanner (``jsonl``) and regular expressions are compiled only when a
 line needs one, so plain lines cost neither ``json`` nor ``re``.
 """
 
-from . import jsonl
+from . import capture, jsonl, rawlines
 
 # Record kinds. DEFAULT_KINDS are what search covers unless asked otherwise.
 TEXT = "text"                      # typed by the person, or the assistant's prose
@@ -37,6 +37,13 @@ KINDS = (TEXT, TOOL_USE, TOOL_RESULT, THINKING, COMPACT_SUMMARY, COMPACT_BOUNDAR
 DEFAULT_KINDS = (TEXT, TOOL_USE, TOOL_RESULT, COMPACT_SUMMARY, RECAP, LINK)
 # What a conversation is read as (pages, a hit's neighbouring messages): everything but thinking.
 CONVERSATION_KINDS = tuple(k for k in KINDS if k != THINKING)
+MACHINE_ENTRYPOINTS = "sdk-"       # `entrypoint` of sessions scripts and SDK runs start: sdk-cli (claude -p), sdk-ts, sdk-py
+
+
+def machine_made(entrypoint):
+    """Whether a session whose first ``entrypoint`` is this was started by a script or an SDK run
+    (interactive sessions say ``cli``; transcripts older than the field have none: a person's)."""
+    return isinstance(entrypoint, str) and entrypoint.startswith(MACHINE_ENTRYPOINTS)
 
 MAX_TOOL_RESULT_CHARS = 100_000    # tool output beyond this is cut, with a marker saying so
 MAX_TOOL_INPUT_CHARS = 2_000
@@ -85,14 +92,15 @@ class Record:
     """One stored message part (a text, a tool call, a tool result, ...)."""
 
     __slots__ = ("uuid", "session_id", "role", "kind", "text", "timestamp", "cwd", "git_branch",
-                 "is_sidechain", "agent_id", "parent_session_id", "message_id", "slug")
+                 "is_sidechain", "agent_id", "parent_session_id", "message_id", "slug", "entrypoint")
 
     def __init__(self, uuid, session_id, role, kind, text, timestamp=None, cwd=None, git_branch=None,
-                 is_sidechain=False, agent_id=None, parent_session_id=None, message_id=None, slug=None):
+                 is_sidechain=False, agent_id=None, parent_session_id=None, message_id=None, slug=None,
+                 entrypoint=None):
         self.uuid, self.session_id, self.role, self.kind, self.text = uuid, session_id, role, kind, text
         self.timestamp, self.cwd, self.git_branch = timestamp, cwd, git_branch
         self.is_sidechain, self.agent_id, self.parent_session_id = is_sidechain, agent_id, parent_session_id
-        self.message_id, self.slug = message_id, slug
+        self.message_id, self.slug, self.entrypoint = message_id, slug, entrypoint
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -128,12 +136,22 @@ class FileContext:
     for ``<session>/subagents/agent-<id>.jsonl`` the folder names it too, which is
     the fallback for lines without one). ``warmup`` is decided by the file's
     first user line and must be carried across incremental calls.
+
+    ``keep_raw``: collect the lines ``chats restore`` needs (``ParseResult.raw``, see
+    ``rawlines``); ``last_uuid`` (the last kept line's uuid, which keys the lines without one)
+    is carried across calls too.
+
+    ``capture`` (carried across calls): None records the lines; ``"project"`` keeps the whole
+    file out, ``"off"`` the rest of it, ``"skip"`` the lines up to the next prompt (``capture``).
+    ``exclude``: a ``capture.ProjectFilter`` of the excluded projects, or None.
     """
 
-    __slots__ = ("fallback_session_id", "agent_id", "warmup")
+    __slots__ = ("fallback_session_id", "agent_id", "warmup", "keep_raw", "last_uuid", "capture", "exclude")
 
-    def __init__(self, fallback_session_id=None, agent_id=None, warmup=None):
+    def __init__(self, fallback_session_id=None, agent_id=None, warmup=None, keep_raw=True, last_uuid=None,
+                 capture=None, exclude=None):
         self.fallback_session_id, self.agent_id, self.warmup = fallback_session_id, agent_id, warmup
+        self.keep_raw, self.last_uuid, self.capture, self.exclude = keep_raw, last_uuid, capture, exclude
 
     @classmethod
     def for_path(cls, path):
@@ -147,10 +165,13 @@ class FileContext:
 
 
 class ParseResult:
-    __slots__ = ("records", "titles", "skipped", "consumed", "lines")
+    """``raw``: the lines kept for restore, ``(session_id, key, parent, line bytes or None for a
+    link, timestamp)`` in file order (``rawlines``)."""
+
+    __slots__ = ("records", "titles", "skipped", "consumed", "lines", "raw")
 
     def __init__(self):
-        self.records, self.titles, self.skipped = [], [], {}
+        self.records, self.titles, self.skipped, self.raw = [], [], {}, []
         self.consumed = 0
         self.lines = 0
 
@@ -217,12 +238,19 @@ def parse_lines(data, ctx, final=False):
     end = len(data) if final else data.rfind(b"\n") + 1
     result.consumed = end
     seen_blocks = set()
-    for raw in data[:end].split(b"\n"):
+    chunk = data[:end].split(b"\n")
+    if ctx.exclude and ctx.capture != "project" and _names_excluded_project(chunk, ctx.exclude):
+        ctx.capture = "project"
+    for raw in chunk:
         if not raw.strip():
             continue
         result.lines += 1
+        if ctx.capture == "project" or ctx.capture == "off":   # not even read
+            result.skip(_KEPT_OUT[ctx.capture])
+            continue
         obj = _loads(raw)
-        if obj is _INVALID:
+        whole = obj is not _INVALID
+        if not whole:
             result.skip("invalid json")
             obj = _torn_tail(raw)
             if obj is _INVALID:
@@ -230,11 +258,78 @@ def parse_lines(data, ctx, final=False):
         if not isinstance(obj, dict):
             result.skip("not an object")
             continue
+        records, titles = len(result.records), len(result.titles)
         try:
             _parse_object(obj, ctx, result, seen_blocks)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError):
             result.skip("malformed record")
+            continue
+        if (ctx.capture is not None or len(result.records) > records or obj.get("type") == "attachment") \
+                and _kept_out(ctx, obj, result, records):
+            del result.records[records:], result.titles[titles:]
+            result.skip(_KEPT_OUT[ctx.capture])
+            uuid = rawlines.uuid_of(obj)
+            if ctx.keep_raw and uuid and ctx.capture == "skip":   # the chain goes on after the turn
+                result.raw.append((_envelope(obj, ctx)[0], uuid, rawlines.parent_of(obj), None, None))
+            continue
+        if ctx.keep_raw and whole and not (ctx.agent_id and ctx.warmup):
+            _keep_raw(obj, raw, ctx, result)
     return result
+
+
+_KEPT_OUT = {"project": "kept out: excluded project", "off": "kept out: #chats-off",
+             "skip": "kept out: #chats-skip"}
+
+
+def _names_excluded_project(lines, exclude):
+    """Whether a line of the chunk has an excluded ``cwd`` (then the whole file is kept out, from
+    its first line: a summary or title line before it must not be stored either)."""
+    return any(cwd is not None and exclude(cwd) for cwd in {capture.cwd_of(raw) for raw in lines if b'"cwd"' in raw})
+
+
+def _kept_out(ctx, obj, result, first):
+    """Whether the line ``obj`` (its records start at ``first``) is kept out, moving ``ctx.capture``
+    on: a prompt with a marker starts keeping out, the next prompt without one ends a ``#chats-skip``.
+    A prompt typed while Claude works arrives as ``attachment/queued_command``: its marker counts
+    too (it ends nothing: it is part of the turn)."""
+    queued = _queued_prompt(obj)
+    if queued is not None and not ctx.agent_id:
+        said = capture.marker(queued)
+        if said is not None:
+            ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
+            return True
+        return ctx.capture is not None
+    prompt = next((r.text for r in result.records[first:] if r.role == "user" and r.kind == TEXT), None)
+    if prompt is not None and not ctx.agent_id:
+        said = capture.marker(prompt)
+        if said is not None:
+            ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
+            return True
+        if ctx.capture == "skip":
+            ctx.capture = None
+            return False
+    return ctx.capture is not None
+
+
+def _queued_prompt(obj):
+    attachment = obj.get("attachment") if obj.get("type") == "attachment" else None
+    if isinstance(attachment, dict) and attachment.get("type") == "queued_command":
+        prompt = attachment.get("prompt")
+        return prompt if isinstance(prompt, str) else None
+    return None
+
+
+def _keep_raw(obj, raw, ctx, result):
+    """The line for restore: kept whole, or as a link when it is left out but has a uuid."""
+    uuid = rawlines.uuid_of(obj)
+    if not rawlines.kept(obj):
+        if uuid:
+            result.raw.append((_envelope(obj, ctx)[0], uuid, rawlines.parent_of(obj), None, _str(obj.get("timestamp"))))
+        return
+    result.raw.append((_envelope(obj, ctx)[0], rawlines.key_of(raw, uuid, ctx.last_uuid), None, raw,
+                       _str(obj.get("timestamp"))))
+    if uuid:
+        ctx.last_uuid = uuid
 
 
 _INVALID = object()
@@ -377,7 +472,7 @@ def _new_record(obj, ctx, role, kind, text, part):
         uuid if part == 0 else f"{uuid}#{part}", session, role, kind, text,
         timestamp=_str(obj.get("timestamp")), cwd=_str(obj.get("cwd")), git_branch=_str(obj.get("gitBranch")),
         is_sidechain=obj.get("isSidechain") is True, agent_id=agent, parent_session_id=parent,
-        message_id=message_id, slug=_str(obj.get("slug")),
+        message_id=message_id, slug=_str(obj.get("slug")), entrypoint=_str(obj.get("entrypoint")),
     )
 
 

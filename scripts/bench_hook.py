@@ -11,7 +11,8 @@ Stop payloads carry ``last_assistant_message`` (the text of the last assistant
 line appended, as when the line is there in time: the hook checks it is stored).
 Two more cases run ``UserPromptSubmit`` with a prompt sharing words with the
 journal: with the ``recall_hints`` probe on (the default; budget 1.5x the floor)
-and off (1.3x).
+and off (1.3x). One more stores with the ``exclude_projects`` setting in the config file (a folder
+and a glob that do not match: what every turn of someone who uses the setting pays).
 ``--compare DIR`` adds a case running the hook from another copy of the
 package (``git archive HEAD claude_chats | tar -x -C DIR``), interleaved, so a
 change is measured against its baseline under the same load.
@@ -130,7 +131,13 @@ def main():
     env = dict(os.environ, CLAUDE_CHATS_HOME=home, CLAUDE_CHATS_SYNC_INTERVAL="86400")
     cases = {}
     redacting = dict(env, CLAUDE_CHATS_JOURNAL_REDACT="1")
+    excluding = dict(env, CLAUDE_CHATS_HOME=os.path.join(work, "home-exclude"))
+    os.makedirs(excluding["CLAUDE_CHATS_HOME"], mode=0o700)
+    open(os.path.join(excluding["CLAUDE_CHATS_HOME"], "sync.started"), "w").close()
+    with open(os.path.join(excluding["CLAUDE_CHATS_HOME"], "config.toml"), "w") as fh:
+        fh.write('exclude_projects = ["/home/dev/clients/acme", "/home/dev/clients/*/secret"]\n')
     variants = [("3MB", 3 << 20, env), ("30MB", 30 << 20, env), ("3MB, journal_redact on", 3 << 20, redacting),
+                ("3MB, exclude_projects set", 3 << 20, excluding),
                 ("3MB, UserPromptSubmit, recall hints on", 3 << 20, env),
                 ("3MB, UserPromptSubmit, recall hints off", 3 << 20, dict(env, CLAUDE_CHATS_RECALL_HINTS="off"))]
     if args.compare:
@@ -177,6 +184,8 @@ def main():
     print(f"ratio hook(30MB) / hook(3MB) p50: {h30 / h3:.2f}x  (budget 1.15x)")
     hr = statistics.median(cases["3MB, journal_redact on"]["wall"])
     print(f"ratio hook(3MB, journal_redact on) / floor p50: {hr / f50:.2f}x  (+{1000 * (hr - h3):.1f} ms over off)")
+    he = statistics.median(cases["3MB, exclude_projects set"]["wall"])
+    print(f"ratio hook(3MB, exclude_projects set) / floor p50: {he / f50:.2f}x  (+{1000 * (he - h3):.1f} ms over unset)")
     on = statistics.median(cases["3MB, UserPromptSubmit, recall hints on"]["wall"])
     off = statistics.median(cases["3MB, UserPromptSubmit, recall hints off"]["wall"])
     print(f"ratio hook(UserPromptSubmit, hints on) / floor p50: {on / f50:.2f}x  (budget 1.50x); "

@@ -15,9 +15,10 @@ pytest_plugins = ["tests.support.model", "tests.support.pg", "tests.support.corp
 
 # What the product reads from the environment besides its settings: where its state and Claude
 # Code's live, the Ollama model store, the Postgres client's host and TLS defaults, the fault
-# injection of the crash tests.
+# injection of the crash tests, the hook's machine-made switch, the cache of the model made from PyPI.
 NON_SETTING_ENV = ("CLAUDE_CHATS_HOME", "CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
-                   "XDG_CACHE_HOME", "CLAUDE_CHATS_MODEL_CACHE", "OLLAMA_MODELS", "PGHOST", "PGSSLMODE", SYNC_DIE_AT)
+                   "XDG_CACHE_HOME", "CLAUDE_CHATS_MODEL_CACHE", "OLLAMA_MODELS", "PGHOST", "PGSSLMODE", SYNC_DIE_AT,
+                   "CLAUDE_CHATS_MACHINE_MADE")
 ISOLATED_ENV = tuple(sorted({env for setting in SETTINGS.values() for env in setting.envs} | set(NON_SETTING_ENV)))
 
 

@@ -222,6 +222,65 @@ def test_recall_hints_off_says_nothing(tmp_path, monkeypatch):
     assert prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash again") is None
 
 
+def test_no_hint_points_at_a_session_a_script_made(tmp_path, monkeypatch):
+    """Issue 17: machine-made sessions (an sdk-* entrypoint, or recorded under CLAUDE_CHATS_MACHINE_MADE=1)
+    are no recall hints."""
+    prompt = "the nectarine importer drops manifest rows with a trailing slash again"
+    monkeypatch.setenv("CLAUDE_CHATS_MACHINE_MADE", "1")
+    new = history(tmp_path)
+    assert rows("sess-old")
+    assert prompt_submit(new, prompt) is None
+    monkeypatch.delenv("CLAUDE_CHATS_MACHINE_MADE")
+    sdk = tmp_path / "sess-sdk.jsonl"
+    sdk.write_bytes(lines.encode(lines.user(prompt.replace(" again", ""), session="sess-sdk", entrypoint="sdk-ts")))
+    run_hook(sdk, session="sess-sdk")
+    assert prompt_submit(new, prompt) is None
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert dict(conn.execute("SELECT id, machine_made FROM sessions")) == {"sess-old": 1, "sess-sdk": 1}
+    finally:
+        conn.close()
+
+
+def test_the_hook_reads_the_excluded_projects_from_the_environment_or_its_copy_of_the_config(tmp_path, monkeypatch):
+    """Issue 17: exclude_projects costs the hook no TOML parse on every turn: the journal keeps what the
+    config file said, keyed by the file's stat, and the file is read again when it changes."""
+    from claude_chats import config
+
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(lines.user("in the secret project", cwd="/work/secret")))
+    config.write_values({"exclude_projects": "/work/secret"})
+    assert hook_event(path, "Stop", cwd="/work/secret") == b""   # the payload's cwd: not even read
+    assert rows() == []
+    run_hook(path)   # a payload naming another folder: the lines' cwd keeps them out
+    assert rows() == [] and not hook_errors()
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        cached = json.loads(conn.execute("SELECT value FROM state WHERE key = 'exclude_projects'").fetchall()[0][0])
+    finally:
+        conn.close()
+    assert cached["patterns"] == ["/work/secret"]
+    config.write_values({"exclude_projects": "/work/other"})
+    other = tmp_path / "sess-2.jsonl"
+    other.write_bytes(lines.encode(lines.user("in the secret project again", session="sess-2", cwd="/work/secret")))
+    run_hook(other, session="sess-2")
+    assert [r[2] for r in rows("sess-2")] == ["in the secret project again"]
+    monkeypatch.setenv("CLAUDE_CHATS_EXCLUDE_PROJECTS", "/elsewhere:/work/sec*")
+    third = tmp_path / "sess-3.jsonl"
+    third.write_bytes(lines.encode(lines.user("and once more", session="sess-3", cwd="/work/secret")))
+    run_hook(third, session="sess-3")
+    assert rows("sess-3") == []
+
+
+def test_a_marked_prompt_gets_no_hint_and_keeps_its_turn_out(tmp_path):
+    new = history(tmp_path)
+    assert prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash #chats-skip") is None
+    new.write_bytes(lines.encode(lines.user("the nectarine importer #chats-skip", session="sess-new"),
+                                 lines.assistant("about the nectarine importer", session="sess-new")))
+    run_hook(new, session="sess-new")
+    assert rows("sess-new") == []
+
+
 def test_the_hooks_default_is_the_settings():
     from claude_chats import config, hook
 

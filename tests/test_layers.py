@@ -18,9 +18,10 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "claude_chats"
 
-GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "hosts", "times", "records", "faults", "words"}
+GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "rawlines", "hosts", "times", "records", "faults",
+          "words", "claudecode", "capture"}
 STORES = ("localstore", "pgstore")
-ABOVE_STORES = ("sync", "stores", "purge", "config", "status", "doctor", "install", "evaluate", "hook", "mcp", "cli")
+ABOVE_STORES = ("sync", "stores", "purge", "restore", "config", "status", "doctor", "install", "evaluate", "hook", "mcp", "cli")
 
 
 def module_name(path):
@@ -140,7 +141,8 @@ def test_search_imports_no_store():
 
 
 def test_both_stores_meet_only_above_them():
-    """Searching both is ``stores``' job; purging both, ``purge``'s; checking both, status' and doctor's."""
+    """Searching both is ``stores``' job; purging both, ``purge``'s; restoring from either, ``restore``'s;
+    checking both, status' and doctor's."""
     both = sorted(name for name, targets in GRAPH.items() if {room(t) for t in targets} >= set(STORES))
     assert "claude_chats.stores" in both
     assert [name for name in both if room(name) not in ABOVE_STORES] == []
@@ -151,7 +153,7 @@ MODULES_ROOMS = {room(name) for name in MODULES}
 # What the hook may import from the package (a turn that stores messages and checks the
 # background sync). Growing this list costs every Claude Code turn: measure with bench_hook.py first.
 HOOK_PATH = {"claude_chats", "claude_chats.hook", "claude_chats.jsonl", "claude_chats.paths",
-             "claude_chats.errors", "claude_chats.times", "claude_chats.transcript",
+             "claude_chats.times", "claude_chats.transcript", "claude_chats.rawlines", "claude_chats.capture",
              "claude_chats.localstore", "claude_chats.localstore.db", "claude_chats.localstore.writer",
              "claude_chats.localstore.recall",
              "claude_chats.sync", "claude_chats.sync.background", "claude_chats.sync.lock"}

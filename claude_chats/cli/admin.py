@@ -227,12 +227,13 @@ def redact_cmd(journal_, dry_run, yes, as_json):
 
     with Journal.open() as journal:
         preview = redact_stored(journal.conn, redact.redact, dry_run=True)
-        if dry_run or not (preview["messages"] or preview["sessions"]):
+        if dry_run or not (preview["messages"] or preview["sessions"] or preview["lines"]):
             _show_redacted(preview, as_json, "would rewrite" if dry_run else "nothing to rewrite:")
             return
         if not yes:
-            click.confirm(f"Rewrite {preview['messages']} messages and {preview['sessions']} sessions "
-                          "with their secrets redacted (there is no undo)?", abort=True)
+            click.confirm(f"Rewrite {preview['messages']} messages, {preview['sessions']} sessions and "
+                          f"{preview['lines']} kept transcript lines with their secrets redacted (there is no undo)?",
+                          abort=True)
         _show_redacted(redact_stored(journal.conn, redact.redact), as_json, "rewrote")
 
 
@@ -240,7 +241,8 @@ def _show_redacted(counts, as_json, head):
     if as_json:
         emit_json(counts)
         return
-    click.echo(f"{head} {counts['messages']} messages, {counts['sessions']} sessions")
+    click.echo(f"{head} {counts['messages']} messages, {counts['sessions']} sessions, "
+               f"{counts['lines']} kept transcript lines")
     if counts["vectors"]:
         click.echo(f"dropped {counts['vectors']} vectors of the old text; the next `chats sync` embeds the "
                    "redacted text (Postgres keeps its copy, pushed redacted unless `redact` is off)")

@@ -29,7 +29,9 @@ def import_cmd(sources, as_json):
     from .. import config
     from ..localstore.journal import discover
 
-    redact = config.journal_redactor()   # the journal_redact setting: store redacted text
+    settings = config.load(validate=False)
+    redact = config.journal_redactor(settings)   # the journal_redact setting: store redacted text
+    exclude = config.project_filter(settings)    # exclude_projects: never stored
     roots = sources or [paths.claude_projects_dir()]
     if not sources and not os.path.isdir(roots[0]):
         raise click.ClickException(f"no transcripts folder at {roots[0]} (pass a folder or file to import)")
@@ -37,9 +39,9 @@ def import_cmd(sources, as_json):
     started = time.perf_counter()
     with _journal() as journal:
         if is_tty() and not as_json:
-            stats = _import_with_progress(journal, files, redact)
+            stats = _import_with_progress(journal, files, redact, exclude)
         else:
-            stats = journal.import_files(files, redact=redact)
+            stats = journal.import_files(files, redact=redact, exclude=exclude)
     summary = stats.as_dict()
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary["mb_per_second"] = round(summary["bytes"] / 1e6 / max(summary["seconds"], 1e-9), 1)
@@ -56,14 +58,15 @@ def import_cmd(sources, as_json):
         click.echo(f"  error: {error}", err=True)
 
 
-def _import_with_progress(journal, files, redact):
+def _import_with_progress(journal, files, redact, exclude):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     sizes = {f: _size(f) for f in files}
     columns = (TextColumn("importing"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task("import", total=sum(sizes.values()))
-        return journal.import_files(files, on_file=lambda f: progress.advance(task, sizes[f]), redact=redact)
+        return journal.import_files(files, on_file=lambda f: progress.advance(task, sizes[f]), redact=redact,
+                                    exclude=exclude)
 
 
 def _size(path):
@@ -71,6 +74,12 @@ def _size(path):
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+ORIGIN_OPTION = click.option(
+    "--origin", type=click.Choice(["human", "machine", "any"]), default="human", show_default=True,
+    help="human: sessions a person started; machine: those scripts and SDK runs started (claude -p, the Agent "
+         "SDK, CLAUDE_CHATS_MACHINE_MADE=1); any: both.")
 
 
 @click.command("search")
@@ -87,10 +96,11 @@ def _size(path):
 @click.option("--kind", "kinds", multiple=True, help="Message kinds to search (default: text, tool_use, "
               "tool_result, compact_summary).")
 @click.option("--per-session", default=2, show_default=True, type=click.IntRange(0), help="0: no cap.")
+@ORIGIN_OPTION
 @click.option("--local", is_flag=True, help="Search the local journal only, not Postgres.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the MCP tool's shape).")
 def search_cmd(query, mode, limit, project, session_id, role, since, until, no_subagents, kinds, per_session,
-               local, as_json):
+               origin, local, as_json):
     """Search the conversations: Postgres when configured, else (or when unreachable) the local journal."""
     from ..stores import open_searcher
 
@@ -98,12 +108,14 @@ def search_cmd(query, mode, limit, project, session_id, role, since, until, no_s
     try:
         result = searcher.search(query, limit=limit, mode=mode, project_path=project, session_id=session_id,
                                  role=role, since=since, until=until, include_subagents=not no_subagents,
-                                 kinds=kinds or None, per_session=per_session, max_chars=None)
+                                 kinds=kinds or None, per_session=per_session, max_chars=None, origin=origin)
     finally:
         searcher.close()
     if as_json:
         emit_json(result)
         return
+    from ..claudecode import resume_line
+
     for note in result["notes"]:
         click.echo(f"note: {note}", err=True)
     for hit in result["hits"]:
@@ -113,6 +125,7 @@ def search_cmd(query, mode, limit, project, session_id, role, since, until, no_s
         click.echo(f"    {one_line(hit['text'], 200)}")
         for ctx in hit["context"]:
             click.echo(f"      #{ctx['seq']} {ctx['role']}: {one_line(ctx['text'], 120)}")
+        click.echo(f"    resume: {resume_line(hit['session_id'], hit['project_path'])}")
 
 
 @click.command("show")
@@ -143,14 +156,17 @@ NAME_WIDTH = 50   # at most, in `chats sessions`; as wide as the longest name sh
 @click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--project", help="Only sessions in this project folder (or below it).")
 @click.option("--subagents", is_flag=True, help="Also list subagent conversations (<session>:agent-<id>).")
+@ORIGIN_OPTION
 @click.option("--json", "as_json", is_flag=True)
-def sessions_cmd(limit, project, subagents, as_json):
-    """List recent sessions, newest first."""
+def sessions_cmd(limit, project, subagents, origin, as_json):
+    """List recent sessions, newest first, each with the line that resumes it in Claude Code."""
     with _journal() as journal:
-        rows = journal.sessions(limit=limit, project=project, include_subagents=subagents)
+        rows = journal.sessions(limit=limit, project=project, include_subagents=subagents, origin=origin)
     if as_json:
         emit_json(rows)
         return
+    from ..claudecode import resume_line
+
     if not rows:
         click.echo("no sessions (run `chats import`)")
     names = [one_line(s["name"] or "", NAME_WIDTH) for s in rows]
@@ -158,8 +174,36 @@ def sessions_cmd(limit, project, subagents, as_json):
     for s, name in zip(rows, names):
         click.echo(f"{s['session_id']}  {s['last_at'] or '':24}  {s['message_count']:5d} msgs  "
                    + (f"{name:{width}}  " if width else "") + (s["project_path"] or ""))
+        click.echo(f"    {resume_line(s['session_id'], s['project_path'])}")
+
+
+@click.command("restore")
+@click.argument("session_id")
+@click.option("--to", "to", metavar="PATH", help="The project folder to restore it for (default: where it was "
+              "recorded), e.g. where the project is checked out on this machine.")
+@click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+@click.option("--force", is_flag=True, help="Replace a different transcript already there (kept as .bak-<time>).")
+@click.option("--json", "as_json", is_flag=True)
+def restore_cmd(session_id, to, dry_run, force, as_json):
+    """Write a session back as the Claude Code transcript `claude --resume` reads.
+
+    For a session Claude Code has deleted (cleanupPeriodDays), or one recorded on another machine
+    that syncs to the same Postgres. Its subagents' transcripts come back beside it.
+    """
+    from ..restore import restore
+
+    report = restore(session_id, to=to, dry_run=dry_run, force=force)
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    verbs = {"written": "wrote", "replaced": "replaced", "unchanged": "already there, unchanged:",
+             "would write": "would write", "differs": "differs, would need --force:"}
+    for f in report.files:
+        backup = f" (the old file kept as {f.backup})" if f.backup else ""
+        click.echo(f"{verbs[f.status]} {f.path} ({f.lines} lines from the {report.source}){backup}")
+    click.echo(f"{'then resume' if dry_run else 'resume'} it with:\n  {report.resume}")
 
 
 def register(group):
-    for command in (import_cmd, search_cmd, show_cmd, sessions_cmd):
+    for command in (import_cmd, search_cmd, show_cmd, sessions_cmd, restore_cmd):
         group.add_command(command)

@@ -8,8 +8,6 @@ import time
 
 import apsw
 
-from ..errors import JournalError
-
 MIGRATIONS_DIR = os.path.join(os.path.dirname(__file__), "migrations")
 BUSY_TIMEOUT_MS = 15_000
 
@@ -31,6 +29,7 @@ def connect(path, readonly=False):
         if not readonly:
             migrate(conn)
     except apsw.Error as exc:
+        from ..errors import JournalError  # here: errors is off the hook's path
         raise JournalError(f"cannot open the journal {path}: {exc}") from exc
     return conn
 

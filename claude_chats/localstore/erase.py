@@ -3,7 +3,8 @@
 ``purge_local(conn, target)`` deletes what a ``Target`` (a session with its
 subagents, or a project folder and everything below it) covers: the messages
 (their FTS entries go with them through the journal's triggers), the chunks and
-their sqlite-vec vectors, the sessions, the pending summaries of their files.
+their sqlite-vec vectors, the transcript lines kept for restore, the sessions, the
+pending summaries of their files.
 ``redact_stored(conn, clean)`` rewrites the stored text through ``clean``.
 Both end with ``scrub_file``: the FTS index merged (no old segment keeps the
 words), ``VACUUM`` with ``secure_delete``, the WAL checkpointed away, so the
@@ -15,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from .. import times
+from .. import rawlines, times
 from ..errors import ConfigError
 from . import vectors
 from .db import Immediate
@@ -94,6 +95,7 @@ def purge_local(conn, target, scrub_after=True):
     conn.execute("PRAGMA secure_delete = ON")
     with Immediate(conn):
         _delete_vectors(conn, target)
+        _delete_kept_lines(conn, target)
         # summaries waiting for their leaf in the purged messages' files: the leaf will never come
         sql, args = _local_sql(target, "DISTINCT m.file_id")
         conn.execute(f"DELETE FROM pending_summaries WHERE file_id IN ({sql})", args)
@@ -105,6 +107,16 @@ def purge_local(conn, target, scrub_after=True):
     if scrub_after:
         scrub_file(conn)
     return counts
+
+
+def _delete_kept_lines(conn, target):
+    """The transcript lines kept for restore of the sessions ``target`` covers (up to its time)."""
+    where, args = target.session_filter("s.id", "s.parent_session_id", "s.project_path")
+    sql = f"DELETE FROM raw_lines WHERE session_id IN (SELECT s.id FROM sessions s WHERE {where})"
+    if target.before:
+        sql += " AND coalesce(julianday(created_at) <= julianday(?), 1)"
+        args.append(target.before)
+    conn.execute(sql, args)
 
 
 def _empty_sessions(conn, target):
@@ -164,7 +176,8 @@ def redact_stored(conn, clean, dry_run=False):
     (pushed redacted when ``redact`` is on). Then, as ``chats purge`` does, the
     FTS index is merged and the file vacuumed with ``secure_delete`` and its WAL
     checkpointed, so the old text is left in no old index segment, free page or
-    WAL frame. Returns ``{"messages", "sessions", "vectors", "scrubbed"}``.
+    WAL frame. The transcript lines kept for restore are redacted inside their JSON strings.
+    Returns ``{"messages", "sessions", "vectors", "lines", "scrubbed"}``.
     """
     counts = {"messages": 0, "sessions": 0, "vectors": 0, "scrubbed": False}
     if not dry_run:
@@ -181,7 +194,8 @@ def redact_stored(conn, clean, dry_run=False):
         if changed and not dry_run:
             counts["vectors"] += _rewrite_messages(conn, changed)
     counts["sessions"] = _rewrite_sessions(conn, clean, dry_run)
-    if not dry_run and (counts["messages"] or counts["sessions"]):
+    counts["lines"] = _rewrite_kept_lines(conn, clean, dry_run)
+    if not dry_run and (counts["messages"] or counts["sessions"] or counts["lines"]):
         counts["scrubbed"] = scrub_file(conn)
     return counts
 
@@ -197,6 +211,22 @@ def _rewrite_messages(conn, changed):
             conn.execute(f"DELETE FROM chunks WHERE message_id IN ({marks})", ids)
         conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND content = ?", changed)
     return dropped
+
+
+def _rewrite_kept_lines(conn, clean, dry_run):
+    """Kept transcript lines redacted inside their JSON strings; how many changed."""
+    count, after = 0, 0
+    while True:
+        rows = conn.execute("SELECT id, line FROM raw_lines WHERE id > ? AND line IS NOT NULL ORDER BY id LIMIT ?",
+                            (after, REWRITE_BATCH)).fetchall()
+        if not rows:
+            return count
+        after = rows[-1][0]
+        changed = [(new, rid) for rid, line in rows for new in (rawlines.redact_packed(line, clean),) if new is not line]
+        count += len(changed)
+        if changed and not dry_run:
+            with Immediate(conn):
+                conn.executemany("UPDATE raw_lines SET line = ? WHERE id = ?", changed)
 
 
 def _rewrite_sessions(conn, clean, dry_run):

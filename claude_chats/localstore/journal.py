@@ -7,7 +7,7 @@ imports in bulk, and hands pending messages to sync.
 
 import os
 
-from .. import paths, transcript
+from .. import paths, rawlines, transcript
 from ..errors import SessionNotFound
 from ..search.core import NEIGHBOUR_READ, shorten
 from . import db, writer
@@ -33,10 +33,11 @@ class Journal:
 
     # -- writing -----------------------------------------------------------
 
-    def import_files(self, files, on_file=None, redact=None):
+    def import_files(self, files, on_file=None, redact=None, exclude=None):
         """Ingest each transcript file from its cursor; errors are counted, not raised.
-        ``redact``: text -> text applied to what is stored (the ``journal_redact`` setting)."""
-        stats = writer.IngestStats(redact=redact)
+        ``redact``: text -> text applied to what is stored (the ``journal_redact`` setting);
+        ``exclude``: a ``capture.ProjectFilter`` (the ``exclude_projects`` setting)."""
+        stats = writer.IngestStats(redact=redact, exclude=exclude)
         machine = writer.machine_name()
         for path in files:
             try:
@@ -72,10 +73,13 @@ class Journal:
             raise SessionNotFound(f"no session {session_id!r} in the journal (see `chats sessions`)")
         return rows[0]
 
-    def sessions(self, limit=20, project=None, include_subagents=True):
+    def sessions(self, limit=20, project=None, include_subagents=True, origin="any"):
+        """The most recent sessions; ``origin``: "human", "machine" or "any" (``search.core.ORIGINS``)."""
         where, args = _project_filter(project, "s.project_path")
         if not include_subagents:
             where.append("s.agent_id IS NULL")
+        if origin in ("human", "machine"):
+            where.append(f"s.machine_made = {int(origin == 'machine')}")
         sql = (f"SELECT {_SESSION_COLUMNS} FROM sessions s {_where(where)} "
                "ORDER BY coalesce(s.last_at, s.updated_at) DESC LIMIT ?")
         return _dicts(self.conn.execute(sql, (*args, limit)))
@@ -104,6 +108,19 @@ class Journal:
             (session_id, seq - span, seq + span, seq, *transcript.CONVERSATION_KINDS)).fetchall()
         return [{"seq": s, "role": r, "kind": k, "text": shorten(t, NEIGHBOUR_READ)} for s, r, k, t in rows]
 
+    def kept_lines(self, session_id):
+        """``{conversation id: [(key, parent, line bytes or None)]}`` of the lines kept for restore of
+        ``session_id`` and its subagents, each in order (``rawlines``: None is a link)."""
+        rows = self.conn.execute(
+            "SELECT r.session_id, r.key, r.parent, r.line FROM raw_lines r WHERE r.session_id = ? "
+            "OR r.session_id IN (SELECT id FROM sessions WHERE parent_session_id = ?) "
+            "OR substr(r.session_id, 1, ?) = ? ORDER BY r.session_id, r.seq",
+            (session_id, session_id, len(session_id) + 7, session_id + ":agent-")).fetchall()
+        out = {}
+        for conversation, key, parent, line in rows:
+            out.setdefault(conversation, []).append((key, parent, None if line is None else rawlines.unpack(line)))
+        return out
+
     def in_session_order(self):
         """(id, session_id, role, kind, created_at, content) of every message, session by session."""
         return self.conn.execute("SELECT id, session_id, role, kind, created_at, content FROM messages "
@@ -112,10 +129,12 @@ class Journal:
     # -- sync support --------------------------------------------------------
 
     def pending(self, limit=500, after_id=0):
-        """Messages not yet pushed, oldest first (``id > after_id``)."""
+        """Messages not yet pushed, oldest first (``id > after_id``); ``fts_size``: FTS5's record of the
+        message's length in tokens (see ``outbox.token_count``)."""
         return _dicts(self.conn.execute(
-            f"SELECT id, {_MESSAGE_COLUMNS}, session_id FROM messages WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?",
-            (after_id, limit)))
+            f"SELECT id, {_MESSAGE_COLUMNS}, session_id, "
+            f"(SELECT d.sz FROM messages_fts_docsize d WHERE d.id = messages.id) AS fts_size "
+            f"FROM messages WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)))
 
     def mark_synced(self, ids):
         with db.Immediate(self.conn):
@@ -130,7 +149,7 @@ class Journal:
 
 _SESSION_COLUMNS = f"""s.id AS session_id, {db.session_name()} AS name,
     s.name AS custom_title, s.ai_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
-    s.first_at, s.last_at, s.machine, s.next_seq AS message_count"""
+    s.first_at, s.last_at, s.machine, s.next_seq AS message_count, s.entrypoint, s.machine_made"""
 _MESSAGE_COLUMNS = "uuid, seq, role, kind, content, created_at, message_id, is_sidechain, copy"
 
 

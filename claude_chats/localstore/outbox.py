@@ -12,13 +12,14 @@ import json
 import re
 from datetime import datetime
 
-from ..records import Conversation, Message
+from .. import rawlines
+from ..records import Conversation, Message, RawLine
 from . import db, vectors
 from .db import Immediate
 
 _CONVERSATION_SQL = f"""
 SELECT id, project_path, git_branch, {db.session_name(None)}, first_at, last_at,
-       parent_session_id, agent_id, machine, updated_at
+       parent_session_id, agent_id, machine, updated_at, entrypoint, machine_made
 FROM sessions"""
 
 
@@ -55,9 +56,26 @@ def mark_sessions_pushed(conn, conversations_):
 
 def as_messages(pending_rows, redact=None):
     """``records.Message`` for rows of ``Journal.pending``; ``redact`` cleans the text first."""
-    clean = redact or (lambda text: text)
-    return [Message(r["uuid"], r["session_id"], r["seq"], r["role"], r["kind"], clean(r["content"]),
-                    timestamp(r["created_at"]), bool(r["copy"])) for r in pending_rows]
+    out = []
+    for r in pending_rows:
+        content = redact(r["content"]) if redact else r["content"]
+        words = token_count(r.get("fts_size")) if content == r["content"] else None   # redacted: counted anew
+        out.append(Message(r["uuid"], r["session_id"], r["seq"], r["role"], r["kind"], content,
+                           timestamp(r["created_at"]), bool(r["copy"]), words))
+    return out
+
+
+def token_count(size):
+    """The message's length in tokens from FTS5's docsize record (a varint per column: one column
+    here), or None: what the journal's bm25 uses as the document length, read rather than counted."""
+    if not size:
+        return None
+    value = 0
+    for byte in size[:9]:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return None
 
 
 _ISO = re.compile(r"\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d{1,6})?)?)?(Z|[+-]\d\d(:?\d\d)?)?")
@@ -78,9 +96,25 @@ def timestamp(value):
 
 
 def _conversation(row):
-    (sid, project, branch, name, first, last, parent, agent, machine, updated) = row
+    (sid, project, branch, name, first, last, parent, agent, machine, updated, entrypoint, machine_made) = row
     return Conversation(sid, project, branch, name, timestamp(first), timestamp(last), parent, agent,
-                        machine, timestamp(updated))
+                        machine, timestamp(updated), entrypoint, bool(machine_made))
+
+
+def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
+    """``(ids, [records.RawLine])``: kept transcript lines not yet in Postgres, oldest first (``id >
+    after_id``); ``redact`` cleans the text inside each line's JSON strings (the line stays JSON)."""
+    rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
+                        "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
+    lines = [RawLine(session, key, seq, parent,
+                     line if line is None or redact is None else rawlines.redact_packed(line, redact),
+                     timestamp(created)) for _id, session, key, seq, parent, line, created in rows]
+    return [row[0] for row in rows], lines
+
+
+def mark_raw_lines_pushed(conn, ids):
+    with Immediate(conn):
+        conn.executemany("UPDATE raw_lines SET synced = 1 WHERE id = ?", [(i,) for i in ids])
 
 
 def present(conn, message_ids):

@@ -190,7 +190,8 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
 
     A strong match: the message's bm25 reaches ``strength`` x ln(journal size) and it holds at least
     ``HINT_MIN_TERMS`` and ``HINT_MIN_SHARE`` of the prompt's words. The current session and its
-    subagents, a fork's copies, and tool output are left out: a hint must point somewhere new.
+    subagents, a fork's copies, tool output and machine-made sessions (scripts, SDK runs) are left
+    out: a hint must point somewhere new, and somewhere a person was.
     """
     terms = prompt_terms(prompt)
     if len(terms) < HINT_MIN_TERMS:
@@ -200,15 +201,16 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
     counts = [conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
                            (_quote(t), MATCH_ROWS + 1)).fetchall()[0][0] for t in terms]   # each read bounded
     probed, how = selective(terms, counts, size)   # as search does: the rarest words when all would match too much
-    if how == "all":
-        return []   # only very common words: nothing specific to point at
+    if how == "all" or _best_possible(probed, counts, terms, size) < min_score:
+        return []   # only common words: nothing specific to point at, and no need to rank them
     match = " OR ".join(_quote(t) for t in probed)
     current = session_id or ""
     rows = conn.execute(
         f"SELECT m.session_id, m.seq, -f.rank, m.content, {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
         f"FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT {HINT_ROWS}) f "
         f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
-        f"WHERE m.copy = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) AND m.session_id != ? "
+        f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "
+        f"AND m.session_id != ? "
         f"AND coalesce(s.parent_session_id, '') != ? ORDER BY f.rank LIMIT 40",
         (match, *HINT_KINDS, current, current)).fetchall()
     hints, sessions = [], set()
@@ -225,6 +227,16 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
         hints.append({"session_id": session, "seq": seq, "name": name, "last_at": last_at,
                       "score": round(score, 2), "matched": matched, "snippet": _line(content, SNIPPET_CHARS)})
     return hints
+
+
+BM25_K1 = 1.2   # FTS5's
+
+
+def _best_possible(probed, counts, terms, size):
+    """The highest bm25 a message could reach on ``probed``: a word adds at most idf x (k1 + 1),
+    idf = ln((N - n + 0.5) / (n + 0.5)) as FTS5 computes it (n: the messages holding it)."""
+    held = dict(zip(terms, counts))
+    return sum(max(math.log((size - held[t] + 0.5) / (held[t] + 0.5)), 1e-6) * (BM25_K1 + 1) for t in probed)
 
 
 def _quote(word):

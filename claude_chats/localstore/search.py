@@ -390,8 +390,8 @@ class LocalSearch:
         rows = self.conn.execute(sql, (session_id, start, 1 << 62 if end is None else end, *kinds, limit))
         return [dict(zip(("seq", "role", "kind", "timestamp", "content"), row)) for row in rows]
 
-    def sessions(self, limit, project_path, include_subagents):
-        return [_session(s) for s in self.journal.sessions(limit, project_path, include_subagents)]
+    def sessions(self, limit, project_path, include_subagents, origin="human"):
+        return [_session(s) for s in self.journal.sessions(limit, project_path, include_subagents, origin)]
 
 
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
@@ -404,7 +404,8 @@ def _session(row):
     return {"session_id": row["session_id"], "name": row["name"], "project_path": row["project_path"],
             "git_branch": row["git_branch"], "started_at": row["first_at"], "last_at": row["last_at"],
             "message_count": row["message_count"], "machine": row["machine"],
-            "parent_session_id": row["parent_session_id"], "is_subagent": row["agent_id"] is not None}
+            "parent_session_id": row["parent_session_id"], "is_subagent": row["agent_id"] is not None,
+            "entrypoint": row["entrypoint"], "machine_made": bool(row["machine_made"])}
 
 
 def with_neighbours(matched, places, span=NEIGHBOUR_SPAN, weight=NEIGHBOUR_WEIGHT):
@@ -435,8 +436,9 @@ def _blob(vector):
 
 
 def _only_kinds(filters):
+    # origin "human" (the default) keeps nearly every message: it needs no oversampling of its own
     return not (filters.project_path or filters.role or filters.since or filters.until
-                or not filters.include_subagents)
+                or not filters.include_subagents or filters.origin == "machine")
 
 
 # A message's time as UTC text (``2026-01-01T07:00:00.000Z``), comparable as text. Transcripts
@@ -476,7 +478,12 @@ def _filters(filters):
             args.append(value)
     if not filters.include_subagents:
         where.append("s.agent_id IS NULL")
+    if filters.origin != "any":
+        where.append(ORIGIN_SQL[filters.origin])
     return " AND ".join(where), args
+
+
+ORIGIN_SQL = {"human": "s.machine_made = 0", "machine": "s.machine_made = 1"}
 
 
 __all__ = ["LocalSearch", "with_neighbours"]

@@ -13,8 +13,9 @@ stored (``chats redact --journal``).
 import os
 import stat
 import time
+import zlib
 
-from .. import jsonl, transcript
+from .. import jsonl, rawlines, transcript
 from ..times import now_iso
 from .db import Immediate
 
@@ -29,16 +30,19 @@ class IngestStats:
     (the hook reads the setting only on turns that store).
     ``before_commit(conn, stats)``: run inside each write transaction, last
     (the hook records its ``last_hook`` state there instead of in one more
-    transaction).
+    transaction). ``machine_made``: every session stored is flagged machine-made, whatever its
+    ``entrypoint`` (the hook under ``CLAUDE_CHATS_MACHINE_MADE=1``). ``exclude``: a
+    ``capture.ProjectFilter`` of the ``exclude_projects`` setting (None: no project is excluded).
     """
 
     __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors", "commits",
-                 "redact", "resolve_redact", "before_commit")
+                 "redact", "resolve_redact", "before_commit", "machine_made", "exclude")
 
-    def __init__(self, redact=None, resolve_redact=None, before_commit=None):
+    def __init__(self, redact=None, resolve_redact=None, before_commit=None, machine_made=False, exclude=None):
         self.files = self.bytes = self.messages = self.duplicates = self.commits = 0
         self.skipped, self.sessions, self.errors = {}, set(), []
         self.redact, self.resolve_redact, self.before_commit = redact, resolve_redact, before_commit
+        self.machine_made, self.exclude = machine_made, exclude
 
     def redactor(self):
         if self.resolve_redact is not None:
@@ -84,19 +88,25 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
 
 
 def _cursor(conn, path):
-    rows = conn.execute("SELECT id, device, inode, offset, warmup, tail FROM transcripts WHERE path = ?",
-                        (path,)).fetchall()
+    rows = conn.execute("SELECT id, device, inode, offset, warmup, tail, last_uuid, capture FROM transcripts "
+                        "WHERE path = ?", (path,)).fetchall()
     return rows[0] if rows else None
 
 
 TAIL_BYTES = 64
 
 
-def _tail(fh, offset):
-    """The (at most ``TAIL_BYTES``) bytes just before ``offset``: where the last stored line ended."""
+CHECKSUM = b"\x00crc32:"   # a tail kept as its checksum (no line ends with a NUL)
+
+
+def _tail(fh, offset, checksum=False):
+    """The (at most ``TAIL_BYTES``) bytes just before ``offset``: where the last stored line ended;
+    ``checksum``: their CRC-32 instead, for a file whose lines are kept out (their text must not be
+    stored, even 64 bytes of it)."""
     start = max(0, offset - TAIL_BYTES)
     fh.seek(start)
-    return fh.read(offset - start)
+    tail = fh.read(offset - start)
+    return CHECKSUM + b"%08x" % zlib.crc32(tail) if checksum else tail
 
 
 def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
@@ -106,7 +116,7 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         cursor = _cursor(conn, path)
         same_file = cursor is not None and cursor[1] == st.st_dev and cursor[2] == st.st_ino
         offset = cursor[3] if same_file and cursor[3] <= st.st_size else 0
-        if offset and cursor[5] is not None and _tail(fh, offset) != cursor[5]:
+        if offset and cursor[5] is not None and _tail(fh, offset, cursor[5].startswith(CHECKSUM)) != cursor[5]:
             offset = 0   # rewritten in place: what was before the offset is not what was read
         warmup = cursor[4] if same_file and offset else None
         if cursor is None:
@@ -118,6 +128,10 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         data = _read_lines(fh, offset, chunk_bytes)
         ctx = transcript.FileContext.for_path(path)
         ctx.warmup = None if warmup is None else bool(warmup)
+        ctx.last_uuid = cursor[6] if same_file and offset else None
+        # what is kept out stays out, whatever becomes of the file (re-read, replaced by a restore)
+        ctx.capture = cursor[7] if cursor is not None else _inherited_capture(conn, path, ctx)
+        ctx.exclude = stats.exclude
         result = transcript.parse_lines(data, ctx)
         if ctx.agent_id and ctx.fallback_session_id and result.records:
             _subagent_title(path, ctx, result)
@@ -128,13 +142,51 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
                              "DO UPDATE SET count = count + excluded.count", list(result.skipped.items()))
         _store(conn, result, file_id, stats, machine)
         end = offset + result.consumed
-        conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, updated_at = ? "
-                     "WHERE id = ?", (st.st_dev, st.st_ino, end, None if ctx.warmup is None else int(ctx.warmup),
-                                      _tail(fh, end), now_iso(), file_id))
+        conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, last_uuid = ?, "
+                     "capture = ?, updated_at = ? WHERE id = ?",
+                     (st.st_dev, st.st_ino, end, None if ctx.warmup is None else int(ctx.warmup),
+                      _tail(fh, end, ctx.capture is not None),
+                      ctx.last_uuid, ctx.capture, now_iso(), file_id))
         stats.commits += 1
         if stats.before_commit is not None:
             stats.before_commit(conn, stats)
         return result.consumed == 0 or offset + result.consumed >= st.st_size
+
+
+def _inherited_capture(conn, path, ctx):
+    """A subagent's transcript, read for the first time, is kept out whole when its session's lines
+    are being kept out (an excluded project, a #chats-off session, a #chats-skip turn)."""
+    parent = parent_transcript(path) if ctx.agent_id else None
+    if parent is None:
+        return None
+    rows = conn.execute("SELECT capture FROM transcripts WHERE path = ?", (parent,)).fetchall()
+    return "project" if rows and rows[0][0] is not None else None
+
+
+def parent_transcript(path):
+    """``<dir>/<session>.jsonl`` of a 2.1+ subagent's ``<dir>/<session>/subagents/agent-<id>.jsonl``, or None."""
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) != "subagents":
+        return None
+    return os.path.dirname(folder) + ".jsonl"
+
+
+def capture_of(conn, path):
+    """The file's capture state (None: its lines are recorded; see ``transcript.FileContext``)."""
+    rows = conn.execute("SELECT capture FROM transcripts WHERE path = ?", (os.path.abspath(path),)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def keep_out(conn, path, state):
+    """Keep the lines of ``path`` out from now on (``"skip"``: the turn a prompt starts, ``"off"``: the
+    rest): what the hook does at UserPromptSubmit when the prompt has a marker, before Claude Code
+    writes the prompt line. A state only grows (nothing -> skip -> off; a kept-out project stays)."""
+    path = os.path.abspath(path)
+    with Immediate(conn):
+        conn.execute("INSERT INTO transcripts (path, offset, updated_at) VALUES (?, 0, ?) ON CONFLICT (path) DO NOTHING",
+                     (path, now_iso()))
+        conn.execute("UPDATE transcripts SET capture = ? WHERE path = ? AND (capture IS NULL OR "
+                     "(capture = 'skip' AND ? = 'off'))", (state, path, state))
 
 
 def _subagent_title(path, ctx, result):
@@ -167,11 +219,11 @@ def _read_lines(fh, offset, chunk_bytes):
 
 def _store(conn, result, file_id, stats, machine):
     records = _new_records(conn, result.records, stats)
-    clean = stats.redactor() if records or result.titles else None
+    clean = stats.redactor() if records or result.titles or result.raw else None
     if records:
         records = _claim_final_answers(conn, records, clean, file_id, stats)
     if records:
-        sessions = _upsert_sessions(conn, records, machine)
+        sessions = _upsert_sessions(conn, records, machine, stats.machine_made)
         stats.sessions.update(sessions)
         conn.executemany(
             "INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at, message_id, "
@@ -181,7 +233,25 @@ def _store(conn, result, file_id, stats, machine):
         stats.messages += len(records)
     if result.titles:
         _apply_titles(conn, result.titles, file_id, machine, clean)
+    if result.raw:
+        _keep_lines(conn, result.raw, clean)
     _resolve_summaries(conn, file_id)
+
+
+_KEEP_LINE = """
+INSERT OR IGNORE INTO raw_lines (session_id, seq, key, parent, line, created_at)
+VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session_id = ?), ?, ?, ?, ?)
+"""
+
+
+def _keep_lines(conn, lines, clean):
+    """The lines ``chats restore`` writes back, compressed (redacted inside their JSON strings when
+    ``clean`` is given: the journal_redact setting); links as they are. A line stored already is
+    ignored (its session and key are its identity)."""
+    conn.executemany(_KEEP_LINE, [
+        (session, session, key, parent,
+         None if raw is None else rawlines.pack(rawlines.redact_line(raw, clean) if clean else raw), stamp)
+        for session, key, parent, raw, stamp in lines])
 
 
 def copy_key(uuid, session_id):
@@ -221,7 +291,7 @@ def _new_records(conn, records, stats):
 # -- a turn's final answer, from the Stop payload ------------------------------------------
 
 
-def record_final_answer(conn, session_id, text, stats, project_path=None, machine=None):
+def record_final_answer(conn, session_id, text, stats, project_path=None, machine=None, transcript_path=None):
     """Store a turn's final answer from the Stop hook's ``last_assistant_message`` when the
     transcript does not hold it yet; True when it was stored.
 
@@ -229,10 +299,11 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
     is then stored now, as the session's next message, and listed in ``final_answers``; when
     the line arrives (``_claim_final_answers``) the message takes the line's uuid, so the line
     is not stored twice and a re-read of the file finds it stored. Nothing is stored when the
-    session's last assistant text already is this answer (the line was there in time).
+    session's last assistant text already is this answer (the line was there in time), nor when the
+    lines of ``transcript_path`` are being kept out (``capture_of``).
     """
     text = transcript.clean_text(text) if isinstance(text, str) else ""
-    if not text:
+    if not text or (transcript_path and capture_of(conn, transcript_path) is not None):
         return False
     clean = stats.redactor()
     content = clean(text) if clean else text
@@ -295,8 +366,8 @@ def _claim_final_answers(conn, records, clean, file_id, stats):
 
 _UPSERT_SESSION = """
 INSERT INTO sessions (id, parent_session_id, agent_id, project_path, git_branch, slug, first_at, last_at,
-                      machine, next_seq, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      machine, next_seq, updated_at, entrypoint, machine_made)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
     parent_session_id = coalesce(sessions.parent_session_id, excluded.parent_session_id),
     agent_id = coalesce(sessions.agent_id, excluded.agent_id),
@@ -307,11 +378,14 @@ ON CONFLICT (id) DO UPDATE SET
     last_at = coalesce(max(sessions.last_at, excluded.last_at), sessions.last_at, excluded.last_at),
     machine = coalesce(sessions.machine, excluded.machine),
     next_seq = excluded.next_seq,
-    updated_at = excluded.updated_at
-"""
+    updated_at = excluded.updated_at,
+    entrypoint = coalesce(sessions.entrypoint, excluded.entrypoint),
+    machine_made = CASE WHEN ? THEN 1 WHEN sessions.entrypoint IS NOT NULL THEN sessions.machine_made
+                        ELSE excluded.machine_made END
+"""   # machine-made: by the session's first entrypoint (once known), or by the hook's CLAUDE_CHATS_MACHINE_MADE
 
 
-def _upsert_sessions(conn, records, machine):
+def _upsert_sessions(conn, records, machine, forced=False):
     """Give each new record its sequence number and bring its session row up to date."""
     info = {}
     for pair in records:
@@ -320,7 +394,7 @@ def _upsert_sessions(conn, records, machine):
         if s is None:
             rows = conn.execute("SELECT next_seq FROM sessions WHERE id = ?", (r.session_id,)).fetchall()
             s = info[r.session_id] = {"next": rows[0][0] if rows else 0, "first": None, "last": None,
-                                      "cwd": None, "branch": None, "slug": None, "rec": r}
+                                      "cwd": None, "branch": None, "slug": None, "entry": None, "rec": r}
         pair[1] = s["next"]
         s["next"] += 1
         if r.timestamp:
@@ -329,10 +403,13 @@ def _upsert_sessions(conn, records, machine):
         s["cwd"] = s["cwd"] or r.cwd
         s["branch"] = r.git_branch or s["branch"]
         s["slug"] = s["slug"] or r.slug
+        s["entry"] = s["entry"] or r.entrypoint
     stamp = now_iso()
     conn.executemany(_UPSERT_SESSION, [
         (sid, s["rec"].parent_session_id, s["rec"].agent_id, s["cwd"], s["branch"], s["slug"], s["first"],
-         s["last"], machine, s["next"], stamp) for sid, s in info.items()])
+         s["last"], machine, s["next"], stamp, s["entry"], int(forced or transcript.machine_made(s["entry"])),
+         int(forced))
+        for sid, s in info.items()])
     return info.keys()
 
 
@@ -397,15 +474,19 @@ def watch(conn, path, session_id):
 
 
 def ingest_watched(conn, stats, skip=None, now=None):
-    """Read what is new in the watched transcripts; forget those unchanged for ``WATCH_DAYS``."""
-    rows = conn.execute("SELECT path FROM watched_transcripts").fetchall()
-    for (path,) in rows:
+    """Read what is new in the watched transcripts; forget those unchanged for ``WATCH_DAYS``, and
+    those still missing ``WATCH_DAYS`` after they were watched (``/fork``'s SessionStart comes before
+    its transcript is written: a hook run in between must not forget it)."""
+    now = now or time.time()
+    cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - WATCH_DAYS * 86400))
+    rows = conn.execute("SELECT path, added_at FROM watched_transcripts").fetchall()
+    for path, added in rows:
         if path == skip:
             continue
         try:
-            stale = (now or time.time()) - os.stat(path).st_mtime > WATCH_DAYS * 86400
+            stale = now - os.stat(path).st_mtime > WATCH_DAYS * 86400
         except OSError:
-            stale = True
+            stale = (added or "") < cutoff
         if stale:
             conn.execute("DELETE FROM watched_transcripts WHERE path = ?", (path,))
         else:

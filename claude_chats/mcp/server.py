@@ -48,6 +48,9 @@ When nothing is found: try other words or the other mode, drop filters, or list_
 the local journal; no vectors yet: full text only)."""
 
 Kind = Literal[transcript.KINDS]
+Origin = Annotated[Literal["human", "machine", "any"], Field(
+    description="Which sessions: 'human' (default: started by a person in Claude Code), 'machine' (started by "
+                "scripts and SDK runs, e.g. `claude -p`), or 'any'.")]
 OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
 CLOSE_WAIT = 1.0   # seconds the shutdown waits for the warm-up to finish
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -87,10 +90,12 @@ def create_server(open_searcher=None):
             description="Message kinds (default: text, tool_use, tool_result, compact_summary).")] = None,
         max_chars: Annotated[int, Field(ge=1000, le=100_000,
                                         description="Size budget of the whole result.")] = MAX_CHARS,
+        origin: Origin = "human",
     ) -> dict:
         return _call(ctx, lambda s: s.search(
             query, limit=limit, mode=mode, project_path=project_path, session_id=session_id, role=role,
-            since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars))
+            since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars,
+            origin=origin))
 
     @server.tool(annotations=READ_ONLY)
     def get_conversation(
@@ -117,13 +122,15 @@ def create_server(open_searcher=None):
         project_path: Annotated[str | None, Field(
             description="Only this project folder and its sub-folders (absolute path).")] = None,
         include_subagents: bool = False,
+        origin: Origin = "human",
         max_chars: Annotated[int, Field(ge=1000, le=200_000,
                                         description="Size budget of the whole result.")] = LIST_MAX_CHARS,
     ) -> dict:
         """The most recent conversations, newest first: session id, name, project, branch,
         started_at, last_at (last message), message_count, machine. Use a session id with
         get_conversation, or as search_memory's session_id filter."""
-        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents, max_chars=max_chars))
+        return _call(ctx, lambda s: s.recent_sessions(limit, project_path, include_subagents, origin=origin,
+                                                      max_chars=max_chars))
 
     return server
 

@@ -11,7 +11,7 @@ import re
 TABLE = "chats_migrations"
 LOCK_KEY = 0x63686174  # pg_advisory_xact_lock key: "chat"
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-TABLES = ("conversations", "messages", "spaces", "purges")   # what the migrations create
+TABLES = ("conversations", "messages", "spaces", "purges", "raw_lines")   # what the migrations create
 
 
 def sql_dir():

@@ -63,11 +63,24 @@ def delete_postgres(conn, target):
     sql, args = _pg_messages_sql(target)
     where, cargs = target.session_filter("session_id", "parent_session_id", "project_path", "%s")
     with conn.transaction():
+        _delete_kept_lines(conn, target)
         messages = conn.execute(f"DELETE FROM messages WHERE id IN ({sql})", args).rowcount
         conversations = conn.execute(
             f"DELETE FROM conversations WHERE {where} AND NOT EXISTS "
             "(SELECT 1 FROM messages m WHERE m.conversation_id = conversations.id)", cargs).rowcount
     return {"conversations": conversations, "messages": messages}
+
+
+def _delete_kept_lines(conn, target):
+    """The transcript lines kept for restore of the conversations ``target`` covers (up to its time)."""
+    if not conn.execute("SELECT to_regclass('raw_lines') IS NOT NULL").fetchone()[0]:
+        return
+    where, args = target.session_filter("c.session_id", "c.parent_session_id", "c.project_path", "%s")
+    sql = f"DELETE FROM raw_lines r USING conversations c WHERE r.conversation_id = c.id AND {where}"
+    if target.before:
+        sql += " AND (r.created_at IS NULL OR r.created_at <= %s::timestamptz)"
+        args.append(target.before)
+    conn.execute(sql, args)
 
 
 def purge_postgres(conn, target, created_at, machine=None, clean=None):

@@ -158,10 +158,10 @@ ORDER BY h.session_id, h.seq, m.sequence_num"""
 _SESSIONS = """
 SELECT c.session_id, c.name, c.project_path, c.git_branch, c.started_at, c.last_at,
        coalesce((SELECT max(sequence_num) + 1 FROM messages m WHERE m.conversation_id = c.id), 0),
-       c.machine, c.parent_session_id, c.agent_id IS NOT NULL
+       c.machine, c.parent_session_id, c.agent_id IS NOT NULL, c.entrypoint, c.machine_made
 FROM conversations c"""
 _SESSION_NAMES = ("session_id", "name", "project_path", "git_branch", "started_at", "last_at", "message_count",
-                  "machine", "parent_session_id", "is_subagent")
+                  "machine", "parent_session_id", "is_subagent", "entrypoint", "machine_made")
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
               "uuid", "content", "is_subagent")
 
@@ -349,10 +349,10 @@ class PgSearch:
             (session_id, start, end, end, list(kinds), limit))
         return [dict(zip(("seq", "role", "kind", "timestamp", "content"), row)) for row in rows]
 
-    def sessions(self, limit, project_path, include_subagents):
+    def sessions(self, limit, project_path, include_subagents, origin="human"):
         if _holds_nul(project_path):
             return []
-        where, params = [], {"limit": limit}
+        where, params = [ORIGIN_SQL[origin]] if origin in ORIGIN_SQL else [], {"limit": limit}
         if project_path:
             where.append("(c.project_path = %(project)s OR starts_with(c.project_path, %(prefix)s))")
             params.update(project=project_path, prefix=project_path.rstrip("/") + "/")
@@ -409,7 +409,12 @@ def _filters(filters):
             params[name] = value
     if not filters.include_subagents:
         where.append("c.agent_id IS NULL")
+    if filters.origin in ORIGIN_SQL:
+        where.append(ORIGIN_SQL[filters.origin])
     return " AND ".join(where), params
+
+
+ORIGIN_SQL = {"human": "NOT c.machine_made", "machine": "c.machine_made"}
 
 
 def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=MATCH_ROWS):

@@ -19,7 +19,7 @@ import math
 
 import psycopg
 
-from .. import faults
+from .. import faults, rawlines
 from ..errors import PostgresError, PostgresUnavailable
 from ..records import PushResult
 from ..search.core import word_count
@@ -35,21 +35,25 @@ DROP_LOCK_TIMEOUT = "2s"  # dropping an index for a bulk load waits this long fo
 _TEMP_TABLES = """
 CREATE TEMP TABLE push_conversations (
     session_id text, project_path text, git_branch text, name text, started_at text, last_at text,
-    parent_session_id text, agent_id text, machine text, updated_at text
+    parent_session_id text, agent_id text, machine text, updated_at text, entrypoint text, machine_made boolean
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_messages (
     message_uuid text, session_id text, seq integer, role text, kind text, content text, created_at text,
     is_copy boolean,
     content_words integer
 ) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE push_raw_lines (
+    session_id text, line_key text, seq integer, parent text, line bytea, created_at text
+) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE push_chunks (
     message_uuid text, chunk_index integer, start_char integer, end_char integer, embedding vector
 ) ON COMMIT DELETE ROWS;
 """
 
-_CONVERSATION_TYPES = ["text"] * 10
+_CONVERSATION_TYPES = ["text"] * 11 + ["bool"]
 _MESSAGE_TYPES = ["text", "text", "int4", "text", "text", "text", "text", "bool", "int4"]
 _CHUNK_TYPES = ["text", "int4", "int4", "int4", "vector"]
+_RAW_LINE_TYPES = ["text", "text", "int4", "text", "bytea", "text"]
 
 # Newest journal version (by updated_at; the later push on a tie) wins for the
 # descriptive columns; the time span only grows; the machine that pushed first
@@ -62,6 +66,7 @@ def _changed(old, new):
    OR ({new}.updated_at = {old}.updated_at
        AND ({new}.name, {new}.git_branch, {new}.project_path)
            IS DISTINCT FROM ({old}.name, {old}.git_branch, {old}.project_path))
+   OR ({new}.machine_made AND NOT {old}.machine_made)
    OR {new}.last_at > {old}.last_at OR {new}.started_at < {old}.started_at
    OR ({old}.last_at IS NULL AND {new}.last_at IS NOT NULL)
    OR ({old}.started_at IS NULL AND {new}.started_at IS NOT NULL))"""
@@ -71,10 +76,11 @@ _NEWER = "(conversations.updated_at IS NULL OR excluded.updated_at >= conversati
 
 _UPSERT_CONVERSATIONS = f"""
 INSERT INTO conversations (session_id, project_path, git_branch, name, started_at, last_at,
-                           parent_session_id, agent_id, machine, updated_at)
+                           parent_session_id, agent_id, machine, updated_at, entrypoint, machine_made)
 SELECT * FROM (
     SELECT DISTINCT ON (session_id) session_id, project_path, git_branch, name, started_at::timestamptz,
-           last_at::timestamptz, parent_session_id, agent_id, machine, updated_at::timestamptz
+           last_at::timestamptz, parent_session_id, agent_id, machine, updated_at::timestamptz, entrypoint,
+           coalesce(machine_made, false) AS machine_made
     FROM push_conversations ORDER BY session_id, updated_at DESC NULLS LAST
 ) t
 WHERE NOT EXISTS (SELECT 1 FROM conversations c WHERE c.session_id = t.session_id AND NOT {_changed("c", "t")})
@@ -87,7 +93,9 @@ ON CONFLICT (session_id) DO UPDATE SET
     agent_id = coalesce(conversations.agent_id, excluded.agent_id),
     started_at = least(conversations.started_at, excluded.started_at),
     last_at = greatest(conversations.last_at, excluded.last_at),
-    updated_at = greatest(conversations.updated_at, excluded.updated_at)
+    updated_at = greatest(conversations.updated_at, excluded.updated_at),
+    entrypoint = coalesce(conversations.entrypoint, excluded.entrypoint),
+    machine_made = conversations.machine_made OR excluded.machine_made
 WHERE {_changed("conversations", "excluded")}
 """
 
@@ -124,6 +132,18 @@ LEFT JOIN LATERAL (SELECT true AS found FROM messages m WHERE m.message_uuid = t
 WHERE m.found IS NULL
 """
 
+# Lines of conversations not in Postgres yet are left out (and reported, so they stay pending).
+_INSERT_RAW_LINES = """
+INSERT INTO raw_lines (conversation_id, line_key, seq, parent, line, created_at)
+SELECT c.id, t.line_key, t.seq, t.parent, t.line, t.created_at::timestamptz
+FROM push_raw_lines t JOIN conversations c ON c.session_id = t.session_id
+ON CONFLICT DO NOTHING
+"""
+_RAW_LINES_HOMELESS = """
+SELECT DISTINCT t.session_id FROM push_raw_lines t
+WHERE NOT EXISTS (SELECT 1 FROM conversations c WHERE c.session_id = t.session_id)
+"""
+
 _INSERT_CHUNKS = """
 INSERT INTO {table} (message_id, chunk_index, start_char, end_char, embedding)
 SELECT m.id, t.chunk_index, t.start_char, t.end_char, t.embedding
@@ -140,8 +160,9 @@ def _blocker(conn):
 
 
 def message_rows(messages):
-    """``records.Message``s as ``push_messages`` rows: each with its length in words, for bm25."""
-    return [(*m, word_count(m.content)) for m in messages]
+    """``records.Message``s as ``push_messages`` rows: each with its length in words, for bm25 (the
+    journal's count when it came with the message, else counted here)."""
+    return [(*m[:-1], m.words if m.words is not None else word_count(m.content)) for m in messages]
 
 
 def vector_table(space_id):
@@ -382,6 +403,33 @@ class PgStore:
                 chunks = cur.execute(_INSERT_CHUNKS.format(table=vector_table(space_id))).rowcount
             missing = [row[0] for row in cur.execute(_MISSING)]
         return PushResult(conversations, messages, chunks, missing)
+
+    def push_raw_lines(self, lines):
+        """Write ``records.RawLine``s in one transaction (idempotent: a line stored already is left as
+        it is); returns the session ids whose conversation is not in Postgres (their lines were not
+        written and stay pending)."""
+        if not lines:
+            return []
+        self._ensure_temp_tables()
+        cur = self.conn.cursor()
+        with self.conn.transaction():
+            self._copy(cur, "push_raw_lines", _RAW_LINE_TYPES, lines)
+            cur.execute(_INSERT_RAW_LINES)
+            return [row[0] for row in cur.execute(_RAW_LINES_HOMELESS)]
+
+    def kept_lines(self, session_id):
+        """``(project_path, {conversation id: [(key, parent, line bytes or None)]})`` of ``session_id``
+        and its subagents (``rawlines``), each in order; ``(None, {})`` when Postgres has none."""
+        rows = self.conn.execute(
+            "SELECT c.session_id, c.project_path, r.line_key, r.parent, r.line FROM conversations c "
+            "JOIN raw_lines r ON r.conversation_id = c.id WHERE c.session_id = %s OR c.parent_session_id = %s "
+            "ORDER BY c.session_id, r.seq", (session_id, session_id)).fetchall()
+        out, project = {}, None
+        for conversation, path, key, parent, line in rows:
+            if conversation == session_id:
+                project = path
+            out.setdefault(conversation, []).append((key, parent, None if line is None else rawlines.unpack(line)))
+        return project, out
 
     def _copy(self, cur, table, types, rows):
         if not rows:

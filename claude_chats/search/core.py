@@ -42,6 +42,9 @@ NEIGHBOUR_SPAN = 2        # messages either side whose full-text score a message
 NEIGHBOUR_WEIGHT = 0.35   # ... at this fraction (0: none)
 FULLTEXT_POOL = 5         # x a leg's candidates: the top full-text matches that lend to their neighbours
 MATCHES = ("all", "any")
+# Which sessions: a person's (the default), machine-made ones (started by scripts and SDK runs:
+# `claude -p`, the Agent SDK, CLAUDE_CHATS_MACHINE_MADE=1), or any.
+ORIGINS = ("human", "machine", "any")
 COVERAGE_NOTE = 0.9       # below this share of messages with vectors, a search that ran vectors says so
 
 
@@ -56,12 +59,14 @@ class Filters:
     until: datetime | None = None      # UTC, exclusive
     include_subagents: bool = True
     kinds: tuple = transcript.DEFAULT_KINDS
+    origin: str = "human"              # see ORIGINS
 
     @classmethod
     def build(cls, project_path=None, session_id=None, role=None, since=None, until=None,
-              include_subagents=True, kinds=None):
+              include_subagents=True, kinds=None, origin="human"):
         if role is not None and role not in ROLES:
             raise SearchError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        origin = check_origin(origin)
         kinds = tuple(kinds) if kinds else transcript.DEFAULT_KINDS
         unknown = [k for k in kinds if k not in transcript.KINDS]
         if unknown:
@@ -69,7 +74,15 @@ class Filters:
                               f"choose from: {', '.join(transcript.KINDS)}")
         project = project_path.rstrip("/") or "/" if project_path else None
         return cls(project, session_id or None, role, parse_time(since, "since"),
-                   parse_time(until, "until", end=True), bool(include_subagents), kinds)
+                   parse_time(until, "until", end=True), bool(include_subagents), kinds, origin)
+
+
+def check_origin(origin):
+    """``origin`` (None: "human") if it is one of ``ORIGINS``, else a SearchError."""
+    origin = origin or "human"
+    if origin not in ORIGINS:
+        raise SearchError(f"origin must be one of {', '.join(ORIGINS)}, not {origin!r}")
+    return origin
 
 
 EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
@@ -282,5 +295,5 @@ class Backend(Protocol):
     def messages(self, session_id, start, end, kinds, limit):
         """[{"seq", "role", "kind", "timestamp", "content"}] of one conversation, in order."""
 
-    def sessions(self, limit, project_path, include_subagents):
-        """The most recent conversations, newest first."""
+    def sessions(self, limit, project_path, include_subagents, origin):
+        """The most recent conversations, newest first (``origin``: one of ``ORIGINS``)."""

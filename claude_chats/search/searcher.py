@@ -51,6 +51,7 @@ from .core import (
     Filters,
     Plan,
     cap_per_session,
+    check_origin,
     query_terms,
     shorten,
 )
@@ -409,14 +410,16 @@ class Searcher:
                 backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean),
                 missing_ok=True)
 
-    def recent_sessions(self, limit=10, project_path=None, include_subagents=False, max_chars=None):
-        """The most recent conversations, newest first (within ``max_chars`` as JSON: the oldest left out)."""
+    def recent_sessions(self, limit=10, project_path=None, include_subagents=False, max_chars=None, origin="human"):
+        """The most recent conversations, newest first (within ``max_chars`` as JSON: the oldest left out;
+        ``origin``: ``core.ORIGINS``)."""
         project = project_path.rstrip("/") or "/" if project_path else None
+        origin = check_origin(origin)
         clean = redact if self.redact_results else None
         with self._lock:
             return self._each_backend(lambda backend, notes: _listing(
                 backend.source, notes, [_session_dict(s, clean) for s in backend.sessions(
-                    limit, self._project_in(backend, project), include_subagents)], max_chars))
+                    limit, self._project_in(backend, project), include_subagents, origin)], max_chars))
 
 
 WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)

@@ -13,7 +13,6 @@ import sys
 import time
 
 from .. import paths
-from ..errors import ConfigError
 from ..localstore import db
 from ..times import seconds
 from .lock import is_locked
@@ -62,6 +61,7 @@ def configured_interval():
         try:
             return seconds(env)
         except ValueError as exc:
+            from ..errors import ConfigError  # here: errors is off the hook's path
             raise ConfigError(f"sync_interval from $CLAUDE_CHATS_SYNC_INTERVAL: {env!r} is not a valid "
                               f"duration: {exc}; the hook starts no background sync until it is fixed") from None
     from .. import config

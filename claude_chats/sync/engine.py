@@ -90,6 +90,7 @@ class SyncReport:
     pushed: int = 0             # messages newly inserted in Postgres
     vectors_pushed: int = 0
     conversations: int = 0      # conversations inserted or updated
+    raw_lines: int = 0          # transcript lines kept for restore, pushed now
     purges: dict = field(default_factory=dict)  # purge tombstones pushed / applied (see claude_chats/purge.py)
     batches: int = 0
     pending_after: int = 0
@@ -147,6 +148,7 @@ class Syncer:
             self._batches()
             self._backfill()
             self._push_renamed_sessions()
+            self._push_raw_lines()
             self._sync_purges()   # purged while this run pushed: what it may have put back goes again
             finished = True
             self._finish_index(deferred)
@@ -410,6 +412,22 @@ class Syncer:
             self.report.conversations += result.conversations
             if len(sessions) < self.batch_size:
                 return
+
+    def _push_raw_lines(self):
+        """The transcript lines kept for ``chats restore``, redacted inside their JSON like message
+        text. Lines of a session Postgres does not have yet (no message pushed) stay pending."""
+        if self.store is None:
+            return
+        after_id = 0
+        while True:
+            ids, lines = outbox.pending_raw_lines(self.journal.conn, self.batch_size, after_id, self.redact)
+            if not ids:
+                return
+            homeless = set(self._pg(self.store.push_raw_lines, lines))
+            outbox.mark_raw_lines_pushed(self.journal.conn,
+                                         [i for i, line in zip(ids, lines) if line.session_id not in homeless])
+            self.report.raw_lines += sum(1 for line in lines if line.session_id not in homeless)
+            after_id = ids[-1]
 
     # -- helpers ----------------------------------------------------------------
 

@@ -8,7 +8,6 @@ import fcntl
 import os
 
 from .. import paths
-from ..errors import SyncLocked
 
 LOCK_NAME = "sync.lock"
 
@@ -31,6 +30,7 @@ class SyncLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
+            from ..errors import SyncLocked  # here: errors is off the hook's path
             raise SyncLocked(f"another `chats sync` is running (pid {_holder(self.path)}); "
                              "it will push what is pending, nothing to do") from None
         os.ftruncate(fd, 0)

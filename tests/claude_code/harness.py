@@ -294,6 +294,8 @@ class Scratch:
             "IS_SANDBOX": "1",
             "CLAUDE_CHATS_HOME": str(self.chats_home),
             "CLAUDE_CHATS_SYNC_INTERVAL": "0",
+            # these sessions are made by a script: flagged machine-made (left out of search by default)
+            "CLAUDE_CHATS_MACHINE_MADE": "1",
         }
         (self.root / "tmp").mkdir(exist_ok=True)
         for k, v in extra.items():  # None removes a variable
@@ -365,10 +367,10 @@ class Scratch:
         return self.show(session_id, home=home)
 
     def sessions(self) -> list[dict]:
-        return self.chats_json("sessions", "--limit", "1000", "--subagents")
+        return self.chats_json("sessions", "--limit", "1000", "--subagents", "--origin", "any")
 
     def search(self, query: str, *args) -> dict:
-        return self.chats_json("search", query, "--local", *args)
+        return self.chats_json("search", query, "--local", "--origin", "any", *args)
 
     def install(self) -> subprocess.CompletedProcess:
         return self.chats("install")

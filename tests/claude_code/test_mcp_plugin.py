@@ -34,9 +34,10 @@ def _earlier_session(scratch):
 def test_memory_tools_from_inside_claude_code_find_the_right_session(scratch):
     earlier = _earlier_session(scratch)
     calls = [
-        ("search_memory", {"query": "zeppelin hangar", "mode": "fulltext"}),
+        # print-mode sessions are machine-made: asked for by name (origin any)
+        ("search_memory", {"query": "zeppelin hangar", "mode": "fulltext", "origin": "any"}),
         ("get_conversation", {"session_id": earlier}),
-        ("list_recent_sessions", {}),
+        ("list_recent_sessions", {"origin": "any"}),
     ]
     for tool, args in calls:
         res = scratch.print_turn(f"use memory @mcp({tool} {json.dumps(args)})")
@@ -89,7 +90,7 @@ def test_plugin_from_a_local_marketplace_records_and_serves_memory(tmp_path, cla
     shown = s.show(first.session_id)
     assert shown and "The command printed: marmalade-out" in [m["content"] for m in shown["messages"]]
 
-    second = s.print_turn('ask @mcp(search_memory {"query": "marmalade", "mode": "fulltext"})')
+    second = s.print_turn('ask @mcp(search_memory {"query": "marmalade", "mode": "fulltext", "origin": "any"})')
     assert second.returncode == 0
     t = s.transcript(second.session_id)
     tools = [u["name"] for u in t.tool_uses()]

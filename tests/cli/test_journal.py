@@ -79,6 +79,19 @@ def test_show_and_sessions(projects):
     assert json.loads(chats("sessions", "--project", "/elsewhere", "--json").output)[0]["session_id"] == "s-b"
 
 
+def test_hits_and_sessions_say_how_to_resume_them(projects):
+    """Issue 17: each hit and session has its `claude --resume` line; `chats restore` first once
+    Claude Code no longer has the transcript."""
+    chats("import")
+    (projects / "-elsewhere" / "s-b.jsonl").unlink()
+    listed = chats("sessions").output
+    assert "    cd /work/proj && claude --resume s-a\n" in listed
+    assert "    chats restore s-b && cd /elsewhere && claude --resume s-b\n" in listed
+    found = chats("search", "postgres").output
+    assert "    resume: cd /work/proj && claude --resume s-a\n" in found
+    assert "    resume: chats restore s-b && cd /elsewhere && claude --resume s-b\n" in found
+
+
 def test_unknown_session_is_a_one_line_error(projects):
     chats("import")
     result = chats("show", "nope")

@@ -14,10 +14,10 @@ def test_sessions_lists_sessions_not_subagents_and_wastes_no_column_on_missing_n
           [line("user", "look at the heron schema", "sess-main", 5, cwd="/work/newcomer", isSidechain=True,
                 agentId="a1")])
     chats("import", str(tmp_path / "projects"))
-    listed = chats("sessions").splitlines()
-    assert len(listed) == 1 and listed[0].startswith("sess-main "), listed
-    assert " " * 10 not in listed[0].split("msgs", 1)[1], listed    # no blank name column
-    assert listed[0].rstrip().endswith("/work/newcomer")
+    listed, resume = chats("sessions").splitlines()   # the one session, then the line that resumes it
+    assert listed.startswith("sess-main ") and resume.endswith("claude --resume sess-main"), listed
+    assert " " * 10 not in listed.split("msgs", 1)[1], listed    # no blank name column
+    assert listed.rstrip().endswith("/work/newcomer")
     both = chats("sessions", "--subagents")
     assert "sess-main:agent-a1" in both
     assert [s["session_id"] for s in json.loads(chats("sessions", "--json"))] == ["sess-main"]

@@ -8,10 +8,12 @@ a sync, in Postgres.
 """
 
 import itertools
+import time
 
 import pytest
 
 from claude_chats import config
+from claude_chats.localstore import writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.pgstore.search import open_search
@@ -111,3 +113,22 @@ def test_a_fork_in_postgres_reads_whole_and_is_found_once(tmp_path, pg_db_url):
                 assert users.count("and keep seven persimmon days") == 1, (mode, users)
         finally:
             remote.close()
+
+
+def test_a_watched_transcript_not_written_yet_is_not_forgotten(tmp_path):
+    """/fork's SessionStart names a transcript Claude Code writes a moment later: a hook run in between
+    (the next prompt's, under load) must keep watching it; one missing for WATCH_DAYS is forgotten."""
+    from claude_chats.localstore import db
+
+    conn = db.connect(str(tmp_path / "journal.db"))
+    fork = tmp_path / "sess-bg.jsonl"
+    writer.watch(conn, str(fork), "sess-bg")
+    writer.ingest_watched(conn, writer.IngestStats())
+    fork.write_bytes(lines.encode(lines.user("in the fork", session="sess-bg")))
+    writer.ingest_watched(conn, writer.IngestStats())
+    assert conn.execute("SELECT content FROM messages").fetchall() == [("in the fork",)]
+    writer.watch(conn, str(tmp_path / "never.jsonl"), "sess-never")
+    writer.ingest_watched(conn, writer.IngestStats())
+    assert len(conn.execute("SELECT path FROM watched_transcripts").fetchall()) == 2
+    writer.ingest_watched(conn, writer.IngestStats(), now=time.time() + 3 * 86400)
+    assert conn.execute("SELECT path FROM watched_transcripts").fetchall() == []

@@ -42,7 +42,7 @@ def test_lists_three_tools_with_descriptions(server):
     assert "When nothing is found" in search.description
     assert search.annotations.read_only_hint is True
     assert {"query", "limit", "project_path", "mode", "session_id", "role", "since", "until",
-            "include_subagents", "kinds", "max_chars"} == set(search.input_schema["properties"])
+            "include_subagents", "kinds", "max_chars", "origin"} == set(search.input_schema["properties"])
     assert "next_start_seq" in tools["get_conversation"].description
 
 

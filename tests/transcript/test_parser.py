@@ -787,12 +787,13 @@ def test_a_line_of_nul_bytes_only_is_skipped():
 
 def test_every_record_keeps_its_envelope():
     line = user("u-full", "typed", gitBranch="feature/x", isSidechain=False, slug="eager-humming-orbit",
-                timestamp="2026-01-05T10:11:12.345Z")
+                timestamp="2026-01-05T10:11:12.345Z", entrypoint="sdk-cli")
     (r,) = parse(line).records
     assert r.as_dict() == {
         "uuid": "u-full", "session_id": SESSION, "role": "user", "kind": "text", "text": "typed",
         "timestamp": "2026-01-05T10:11:12.345Z", "cwd": CWD, "git_branch": "feature/x", "is_sidechain": False,
-        "agent_id": None, "parent_session_id": None, "message_id": None, "slug": "eager-humming-orbit"}
+        "agent_id": None, "parent_session_id": None, "message_id": None, "slug": "eager-humming-orbit",
+        "entrypoint": "sdk-cli"}
     (a,) = parse(assistant("a-full", [text("reply")], "msg_Z", isSidechain=True)).records
     assert (a.role, a.message_id, a.is_sidechain, a.cwd, a.git_branch) == ("assistant", "msg_Z", True, CWD, "main")
 

@@ -1,0 +1,101 @@
+"""What is kept out of the journal before anything is stored (ground floor: the hook's path).
+
+Two ways, both applied by the transcript reader (``transcript.parse_lines``), so a line kept out
+reaches no table, no WAL frame, no Postgres row and no log:
+
+- **Projects**: the ``exclude_projects`` setting lists project folders (a folder and everything
+  below it; ``*``, ``?`` and ``[...]`` as in shell globs, ``*`` matching ``/`` too). A transcript
+  whose lines' ``cwd`` is one of them is kept out whole, and so are its subagents; the hook does
+  not even read it when Claude Code's payload names such a ``cwd``.
+- **Markers** the person types in a prompt: ``#chats-skip`` keeps that prompt and the turn it
+  starts (the answers, tool calls and results, subagents, up to the next prompt) out;
+  ``#chats-off`` keeps that prompt and the rest of the session out (its resumes too: they
+  append to the same file).
+
+``ProjectFilter(patterns)(path)`` says whether a path is excluded; only patterns with glob
+characters cost ``fnmatch`` (and with it ``re``).
+"""
+
+SKIP, OFF = "#chats-skip", "#chats-off"
+MARK = "#chats-"
+GLOB = frozenset("*?[")
+
+
+class ProjectFilter:
+    """``filter(path)``: whether ``path`` is, or is below, one of the excluded project patterns."""
+
+    __slots__ = ("folders", "globs", "_seen")
+
+    def __init__(self, patterns):
+        patterns = [p.rstrip("/") or "/" for p in patterns if p]
+        self.folders = tuple(p for p in patterns if not GLOB & set(p))
+        self.globs = tuple(p for p in patterns if GLOB & set(p))
+        self._seen = {}
+
+    def __bool__(self):
+        return bool(self.folders or self.globs)
+
+    def __call__(self, path):
+        found = self._seen.get(path)
+        if found is None:
+            found = self._seen[path] = self._match(path)
+        return found
+
+    def _match(self, path):
+        path = path.rstrip("/") or "/"
+        for folder in self.folders:
+            if path == folder or path.startswith(folder if folder == "/" else folder + "/"):
+                return True
+        if self.globs:
+            from fnmatch import fnmatchcase   # imports re: only for a pattern with a glob
+
+            return any(fnmatchcase(path, g) or fnmatchcase(path, g + "/*") for g in self.globs)
+        return False
+
+
+def marker(text):
+    """``"off"``, ``"skip"`` or None: what a prompt's text says about keeping it (``#chats-off`` wins)."""
+    if "#" not in text:
+        return None
+    low = text.lower()
+    if MARK not in low:
+        return None
+    if _has(low, OFF):
+        return "off"
+    if _has(low, SKIP):
+        return "skip"
+    return None
+
+
+def _has(text, tag):
+    """``tag`` in ``text`` as a word of its own (``#chats-offline`` is not ``#chats-off``)."""
+    start = text.find(tag)
+    while start >= 0:
+        end = start + len(tag)
+        if end == len(text) or not (text[end].isalnum() or text[end] in "-_"):
+            return True
+        start = text.find(tag, end)
+    return False
+
+
+def cwd_of(raw):
+    """The ``cwd`` a transcript line (bytes) names, read without decoding the whole line; None when
+    it names none. A value holding an escape is decoded properly."""
+    at = raw.find(b'"cwd":')
+    if at < 0:
+        return None
+    start = raw.find(b'"', at + 6)
+    end = raw.find(b'"', start + 1) if start >= 0 else -1
+    if end < 0:
+        return None
+    value = raw[start + 1:end]
+    if b"\\" not in value:
+        return value.decode("utf-8", "replace")
+    from . import jsonl
+
+    try:
+        obj = jsonl.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    cwd = obj.get("cwd") if isinstance(obj, dict) else None
+    return cwd if isinstance(cwd, str) else None

@@ -1,0 +1,140 @@
+"""Transcript lines kept as Claude Code wrote them, so that ``chats restore`` can write a session back.
+
+Which lines (decided by resuming restored transcripts with the real Claude Code 2.1.332,
+tests/claude_code/test_restore.py): every line ``claude --resume`` reads back into the
+conversation (``user``, ``assistant``, ``system``, ``attachment``) and the metadata it keeps
+(titles, ``summary``, ``pr-link``, ``mode``, ``permission-mode``, ``agent-name``, and any type
+not listed below), less what it only logs or regenerates: the request logs (``api-request*``,
+a copy of the whole request, half of a 2.1.332 transcript), ``attachment/prompt_snapshot`` (the
+system prompt, again, every turn), ``progress`` (streamed tool output of older versions), and
+bookkeeping (``queue-operation``, ``last-prompt``, ``file-history-*``, ``cost-state``,
+``atis-latch``, ``tools-used``). Resuming a transcript without them sends the same messages to
+the API as resuming the original (the environment, context reminders and attachments included).
+
+A line left out that has a uuid is kept as a *link* (its uuid and ``parentUuid``, no bytes):
+other lines name it as their parent, and ``relink`` joins the chain around it on restore.
+
+Identity (``key``): a line's uuid; a line without one, ``<crc32 of its bytes>@<uuid of the kept
+line before it>``, so a re-read of the file (or of a restored copy) finds it stored, while a
+value set again later (a title renamed back) is a line of its own.
+
+Each line is compressed on its own with zlib (about 2.3x on real transcripts; one row per line,
+so lines are deduplicated, redacted, purged and pushed one by one). ``redact_line`` redacts inside
+the JSON string values, never the raw text, so a redacted line is still valid JSON.
+
+Stdlib only (zlib, and the C JSON scanner of ``jsonl``): the hook keeps lines on every turn.
+"""
+
+import zlib
+
+from . import jsonl
+
+DROPPED = frozenset({
+    "api-request", "api-request-resumed", "api-request-shape", "api-request-blob", "progress",
+    "queue-operation", "last-prompt", "file-history-snapshot", "file-history-delta", "cost-state",
+    "atis-latch", "tools-used",
+})
+DROPPED_ATTACHMENTS = frozenset({"prompt_snapshot"})
+LEVEL = 6
+
+
+def kept(obj):
+    """Whether a transcript line (decoded) is kept for restore."""
+    kind = obj.get("type")
+    if not isinstance(kind, str) or kind in DROPPED:
+        return False
+    if kind == "attachment":
+        attachment = obj.get("attachment")
+        return not (isinstance(attachment, dict) and attachment.get("type") in DROPPED_ATTACHMENTS)
+    return True
+
+
+def uuid_of(obj):
+    value = obj.get("uuid")
+    return value if isinstance(value, str) and value else None
+
+
+def parent_of(obj):
+    value = obj.get("parentUuid")
+    return value if isinstance(value, str) and value else None
+
+
+def key_of(raw, uuid, previous):
+    """The identity of a kept line: its uuid, else its checksum after the kept line before it."""
+    return uuid or f"{zlib.crc32(raw):08x}@{previous or '-'}"
+
+
+def pack(raw):
+    return zlib.compress(raw, LEVEL)
+
+
+def unpack(blob):
+    return zlib.decompress(blob)
+
+
+# -- redaction inside the JSON ---------------------------------------------------------------
+
+
+def map_strings(value, fn, depth=0):
+    """``value`` with ``fn`` applied to every string value inside it (keys are left as they are)."""
+    if isinstance(value, str):
+        return fn(value)
+    if depth > 200:
+        return value
+    if isinstance(value, dict):
+        return {k: map_strings(v, fn, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, fn, depth + 1) for v in value]
+    return value
+
+
+def redact_line(raw, clean):
+    """The line (bytes) with ``clean`` applied inside its JSON string values; ``raw`` itself when
+    nothing changed (or the line is not JSON: kept lines always are)."""
+    try:
+        obj = jsonl.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+    changed = map_strings(obj, clean)
+    if changed == obj:
+        return raw
+    return jsonl.dumps(changed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def redact_packed(blob, clean):
+    """``redact_line`` over a packed line: the same blob when nothing changed."""
+    raw = unpack(blob)
+    new = redact_line(raw, clean)
+    return blob if new is raw else pack(new)
+
+
+# -- restore ---------------------------------------------------------------------------------
+
+
+def relink(rows):
+    """The lines to write back (bytes, in order) from ``[(key, parent, raw or None)]`` of one
+    conversation: a line whose ``parentUuid`` names a link (a line left out) gets the nearest kept
+    ancestor instead (or null); other lines are written as they were kept."""
+    links = {key: parent for key, parent, raw in rows if raw is None}
+    present = {key for key, _parent, raw in rows if raw is not None}
+    out = []
+    for _key, _parent, raw in rows:
+        if raw is None:
+            continue
+        if links and b'"parentUuid"' in raw:
+            raw = _relinked(raw, links, present)
+        out.append(raw)
+    return out
+
+
+def _relinked(raw, links, present):
+    obj = jsonl.loads(raw)
+    parent = parent_of(obj)
+    if parent is None or parent in present or parent not in links:
+        return raw
+    seen = set()
+    while parent is not None and parent not in present and parent in links and parent not in seen:
+        seen.add(parent)
+        parent = links[parent]
+    obj["parentUuid"] = parent if parent in present else None
+    return jsonl.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
