@@ -5,7 +5,7 @@
 #
 # 1. installs the package (uv tool install when uv is there, else a venv in
 #    ~/.local/share/claude-chats-venv, beside the data folder, not in it: deleting the data to
-#    start afresh keeps the program the hooks run); EXTRAS picks the extras (default: llama,convert)
+#    start afresh keeps the program the hooks run); EXTRAS picks the extras (default: llama)
 # 2. --postgres: starts PostgreSQL + pgvector with Docker Compose (`docker compose`, else
 #    `docker-compose`; checked first) and points the config at it
 # 3. chats install: hooks in ~/.claude/settings.json, the MCP server, the config file
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PYTHON=${PYTHON:-python3}
-EXTRAS=${EXTRAS-llama,convert}
+EXTRAS=${EXTRAS-llama}
 VENV=${CLAUDE_CHATS_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/claude-chats-venv}
 OLD_VENV=${XDG_DATA_HOME:-$HOME/.local/share}/claude-chats/venv   # where versions before issue 16 put it
 DOCKER_URL=postgresql://chats:chats@localhost:5433/chats

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[llama,convert]'
+.venv/bin/python -m pip install -q -e '.[llama]'
 source_dir=${1:-${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects}
 query=${2:-error}
 .venv/bin/chats models setup
