@@ -133,6 +133,7 @@ class Syncer:
         self.space = self.space_id = self.canary = None
         self.status = SyncProgress(at=_now(), pid=os.getpid())
         self._shown = None   # when ``sync_progress`` was last written
+        self._handled = 0    # messages of the batches done
 
     def run(self):
         started = time.monotonic()
@@ -307,7 +308,7 @@ class Syncer:
             if self.local is not None:
                 self.local.save(_spans_of_journal(rows, messages, embedded))
             fresh.update(embedded)
-            self._tell()
+            self._tell(within=part[-1] + 1)   # the batch's messages up to this slice's last are handled
         return {**_spans_of_journal(rows, messages, stored, back=True), **fresh}
 
     def _embed(self, rows, messages):
@@ -382,12 +383,14 @@ class Syncer:
         self._tell(force=True)
 
     def _advance(self, count):
-        self.status.messages_done += count
-        self.status.messages_total = max(self.status.messages_total, self.status.messages_done)
+        self._handled += count
         self._tell()
 
-    def _tell(self, force=False):
-        """Call ``progress``; keep the progress in the journal (``sync_progress``) every PROGRESS_EVERY s."""
+    def _tell(self, force=False, within=0):
+        """Call ``progress`` (``within``: messages of the current batch handled so far); keep the progress
+        in the journal (``sync_progress``) every PROGRESS_EVERY s."""
+        self.status.messages_done = self._handled + within
+        self.status.messages_total = max(self.status.messages_total, self.status.messages_done)
         self.status.chars_total = max(self.status.chars_total, self.status.chars_done)
         if self.progress:
             self.progress(self.status)
