@@ -31,7 +31,8 @@ def collect(settings=None, check_postgres=True, check_provider=True):
         "hook": hook_section(),
         "sync": sync_section(),
         "spaces": spaces_section(),
-        "postgres": postgres_section(settings) if check_postgres else {"checked": False},
+        "postgres": postgres_section(settings) if check_postgres else {"checked": False,
+                                                                        "configured": bool(settings.database_url)},
         "provider": provider_section(settings) if check_provider else {"checked": False},
         "claude_code": claude_code_section(),
         "config_file": paths.config_path(),
@@ -240,7 +241,9 @@ def _journal_lines(r):
     if not j["exists"]:
         return [f"{j['path']} (not created yet: the first hook run or `chats import` creates it)"]
     lines = [f"{j['path']} ({_size(j['bytes'])})",
-             f"{j['sessions']:,} sessions, {j['messages']:,} messages: {j['synced']:,} synced, {j['pending']:,} pending"]
+             f"{j['sessions']:,} sessions, {j['messages']:,} messages: " + (
+                 "journal only (no Postgres to push them to)" if r["postgres"].get("configured") is False
+                 else f"{j['synced']:,} synced, {j['pending']:,} pending")]
     skipped = j.get("skipped_lines") or {}
     if skipped:
         top = ", ".join(f"{reason} {count:,}" for reason, count in list(skipped.items())[:6])

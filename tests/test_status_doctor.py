@@ -36,7 +36,7 @@ def test_status_of_a_fresh_machine_says_what_to_do():
     assert result.exit_code == 0
     assert "not created yet" in result.output and "chats install" in result.output
     report = json.loads(chats("status", "--json", "--offline").output)
-    assert report["journal"]["exists"] is False and report["postgres"] == {"checked": False}
+    assert report["journal"]["exists"] is False and report["postgres"] == {"checked": False, "configured": False}
 
 
 def test_status_counts_the_journal_the_hook_and_postgres(pg_db_url, monkeypatch):
@@ -73,6 +73,7 @@ def test_status_shows_the_backlog_its_estimate_and_a_running_syncs_progress():
     assert report["sync"]["last"]["space"] == provider.space.key
     assert report["sync"]["backlog"]["messages"] == 0
     assert "backlog: none" in "\n".join(status.render(report))
+    assert "8 messages: journal only (no Postgres to push them to)" in "\n".join(status.render(report))
     files = imported("s-3", n=2)
     size = sum(len(m["content"]) for m in Journal.open().messages("s-3"))
     backlog = status.collect(check_postgres=False, check_provider=False)["sync"]["backlog"]
