@@ -34,12 +34,9 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-CORPUS = ROOT.parent / "shared" / "corpus" / "transcripts"
-if not CORPUS.is_dir():
-    CORPUS = pathlib.Path("/work/shared/corpus/transcripts")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_llama import CORPUS, ROOT  # noqa: E402 - the corpus where the other issue-14 benchmarks find it
+
 QUERIES = ROOT / "tests" / "data" / "queries"
 
 OFF = "meta=0,command=0,interrupt=0,compact_boundary=0"   # kinds search leaves out by default
