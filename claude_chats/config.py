@@ -95,9 +95,11 @@ SETTINGS = {
         Setting("bedrock_region", ("BEDROCK_REGION", "AWS_REGION"), "us-east-1"),
         Setting("openai_api_key", ("OPENAI_API_KEY",), None, secret=True),
         Setting("openai_base_url", ("OPENAI_BASE_URL",), "https://api.openai.com/v1"),
-        Setting("embed_text", ("CLAUDE_CHATS_EMBED_TEXT",), "context",
-                help="what is embedded per message: context (the previous message, who and when, "
-                     "then the text) or plain (the text alone); a change re-embeds at the next `chats sync`"),
+        Setting("embed_text", ("CLAUDE_CHATS_EMBED_TEXT",), "lean",
+                help="what is embedded per message: lean (the previous message, who and when, then the text; "
+                     "a tool result's first 300 characters; nothing of thinking and the kinds search leaves out), "
+                     "context (the same, every kind whole) or plain (the text alone); KIND=CHARS after a comma "
+                     "limits a kind (0: no vector); a change re-embeds at the next `chats sync`"),
         Setting("embed_timeout", ("CLAUDE_CHATS_EMBED_TIMEOUT",), None, kind=_seconds,
                 help="seconds a request to ollama, openai or bedrock may take (default 30; 1m, 90)"),
         Setting("database_url", ("DATABASE_URL", "CLAUDE_CHATS_DB_URL"), None, secret=True,

@@ -297,8 +297,9 @@ def check_model(ctx):
         provider = ctx.provider()
         canary_vector(provider)
     except Exception as exc:  # noqa: BLE001 - ProviderUnavailable / ProviderError carry the fix
-        return Check("model", FAIL, f"{settings.provider} {settings.model or '(default model)'}: {exc}",
-                     "see the message; `chats config show` for the provider and model in use")
+        fix = "chats models setup" if "chats models setup" in str(exc) else \
+            "see the message; `chats config show` for the provider and model in use"
+        return Check("model", FAIL, f"{settings.provider} {settings.model or '(default model)'}: {exc}", fix)
     ms = (time.perf_counter() - started) * 1000
     return Check("model", PASS, f"{provider.space.describe()} loads and embeds ({ms:.0f} ms)")
 

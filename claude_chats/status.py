@@ -10,28 +10,35 @@ import os
 import time
 
 from . import config, install, paths
+from .errors import ConfigError
+from .localstore import vectors
 from .localstore.journal import Journal
 from .models import embedder
+from .models.recipe import recipe_for
 from .pgstore import connect as pg
 from .pgstore import migrations
 from .pgstore import url as dburl
 from .pgstore.store import PgStore
 from .sync.lock import is_locked
+from .times import spoken
 
 
 def collect(settings=None, check_postgres=True, check_provider=True):
     """Every section of the status (see the module docstring)."""
     settings = settings or config.load()
-    return {
+    report = {
         "journal": journal_section(),
         "hook": hook_section(),
         "sync": sync_section(),
         "spaces": spaces_section(),
-        "postgres": postgres_section(settings) if check_postgres else {"checked": False},
+        "postgres": postgres_section(settings) if check_postgres else {"checked": False,
+                                                                        "configured": bool(settings.database_url)},
         "provider": provider_section(settings) if check_provider else {"checked": False},
         "claude_code": claude_code_section(),
         "config_file": paths.config_path(),
     }
+    report["sync"]["backlog"] = backlog_section(settings, report)
+    return report
 
 
 # -- the journal -------------------------------------------------------------------
@@ -103,9 +110,36 @@ def last_log_line(path):
 
 
 def sync_section():
-    section = _with_journal(lambda j: {"last": _state(j, "last_sync")}, {"last": None})
+    section = _with_journal(lambda j: {"last": _state(j, "last_sync"), "progress": _state(j, "sync_progress")},
+                            {"last": None, "progress": None})
     section["running"] = is_locked()
+    if not section["running"]:
+        section["progress"] = None   # a finished (or killed) run's last progress is no news
     return section
+
+
+def backlog_section(settings, report):
+    """What the configured embedding space still lacks: messages and characters to embed (after the
+    ``embed_text`` recipe's per-kind limits), and the time that takes at the last sync's rate. The
+    space is the configured model's (``provider`` section), else the last sync's (``--offline``)."""
+    last = report["sync"].get("last") or {}
+    key = report["provider"].get("key") or last.get("space")
+    if not key:
+        return None
+    try:
+        recipe = recipe_for(settings.embed_text)
+    except ConfigError:
+        recipe = None
+    limits = recipe.limits if recipe is not None else ()
+
+    def read(journal):
+        messages, chars = vectors.backlog(journal.conn, vectors.find_space(journal.conn, key), limits)
+        out = {"space": key, "messages": messages, "chars": chars, "estimate_seconds": None}
+        rate = (last.get("embedded_chars") or 0) / float(last.get("seconds") or 0) if last.get("seconds") else 0
+        if rate and last.get("space") == key:
+            out["estimate_seconds"] = round(chars / rate, 1)
+        return out
+    return _with_journal(read, {})
 
 
 def spaces_section():
@@ -207,7 +241,9 @@ def _journal_lines(r):
     if not j["exists"]:
         return [f"{j['path']} (not created yet: the first hook run or `chats import` creates it)"]
     lines = [f"{j['path']} ({_size(j['bytes'])})",
-             f"{j['sessions']:,} sessions, {j['messages']:,} messages: {j['synced']:,} synced, {j['pending']:,} pending"]
+             f"{j['sessions']:,} sessions, {j['messages']:,} messages: " + (
+                 "journal only (no Postgres to push them to)" if r["postgres"].get("configured") is False
+                 else f"{j['synced']:,} synced, {j['pending']:,} pending")]
     skipped = j.get("skipped_lines") or {}
     if skipped:
         top = ", ".join(f"{reason} {count:,}" for reason, count in list(skipped.items())[:6])
@@ -229,14 +265,38 @@ def _hook_lines(r):
 def _sync_lines(r):
     s = r["sync"]
     last = s.get("last")
-    running = " (a sync is running now)" if s.get("running") else ""
+    running = " (a sync is running now)" if s.get("running") and not s.get("progress") else ""
+    lines = _progress_lines(s.get("progress"))
     if not last:
-        return ["never ran (`chats sync`)" + running]
-    if last.get("ok"):
-        return [f"last {last.get('at')}: ok, {last.get('pushed', 0):,} messages pushed, "
-                f"{last.get('embedded', 0):,} embedded in {float(last.get('seconds') or 0):.1f} s{running}"
-                + _backfill_text(last)]
-    return [f"last {last.get('at')}: failed{running}"] + [f"  {e}" for e in last.get("errors", [])[:3]]
+        lines.append("never ran (`chats sync`)" + running)
+    elif last.get("ok"):
+        lines.append(f"last {last.get('at')}: ok, {last.get('pushed', 0):,} messages pushed, "
+                     f"{last.get('embedded', 0):,} embedded in {float(last.get('seconds') or 0):.1f} s{running}"
+                     + _backfill_text(last))
+    else:
+        lines += [f"last {last.get('at')}: failed{running}"] + [f"  {e}" for e in last.get("errors", [])[:3]]
+    return lines + _backlog_lines(s.get("backlog"))
+
+
+def _progress_lines(p):
+    if not p:
+        return []
+    done = f"{p['chars_done'] / p['chars_total']:.0%} of the text, " if p.get("chars_total") else ""
+    eta = f", about {spoken(p['eta_seconds'])} left" if p.get("eta_seconds") is not None else ""
+    return [f"running since {p.get('started_at')} (pid {p.get('pid')}): {p['messages_done']:,} of "
+            f"{p['messages_total']:,} messages, {done}{spoken(p.get('seconds') or 0)} so far{eta}"]
+
+
+def _backlog_lines(b):
+    if not b:
+        return []
+    if b.get("error"):
+        return [f"backlog: {b['error']}"]
+    if not b["messages"]:
+        return ["backlog: none (every message the configured space embeds has its vectors)"]
+    estimate = f", about {spoken(b['estimate_seconds'])} at the last sync's rate" \
+        if b.get("estimate_seconds") is not None else ""
+    return [f"backlog: {b['messages']:,} messages to embed ({b['chars']:,} characters){estimate}"]
 
 
 def _backfill_text(last):

@@ -61,3 +61,13 @@ def seconds(value):
     if 0 < number < 1:
         raise ValueError("less than a second, which would round to 0 (off); write 0 or off to turn it off")
     return int(number)
+
+
+def spoken(seconds):
+    """A duration for people: ``45 s``, ``3 min 20 s``, ``2 h 05 min``."""
+    seconds = int(round(max(0, seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Embedding throughput of the ``llama`` provider beside raw llama-cpp-python.
 
-Both embed the same texts with the same model, threads and batch size in the
-same run; the provider's overhead (chunk checks, numpy conversion,
-normalisation) should stay within 10%. ``--storage`` also measures the size of
-sqlite-vec vectors per 10,000 chunks and the recall of int8 against float32.
+Both embed the same texts with the same model, threads, batch size and flash attention
+setting in the same run; the provider's overhead (chunk checks, sorting, numpy
+conversion, normalisation) should stay within 10%. Throughput is also given in tokens
+per second (wall and CPU) against the model's own limit on this machine: raw llama.cpp
+decodes of one full batch (``n_batch`` tokens of one text) and of the shape that runs
+fastest here (one 128-token sequence per decode), timed in the same run.
+``--storage`` also measures the size of sqlite-vec vectors per 10,000 chunks and the
+recall of int8 against float32.
 
-    python scripts/bench_embed.py [--model PATH|NAME] [--texts 400] [--threads N] [--storage]
+    python scripts/bench_embed.py [--model PATH|NAME] [--texts 200] [--corpus] [--threads N] [--storage]
 
-Without ``--model`` it uses the test model (scripts/build_test_model.py).
+Without ``--model`` it uses the test model (scripts/build_test_model.py). ``--corpus``
+embeds real chunks of the shared corpus as sync makes them (scripts/bench_llama.py's
+cache) instead of generated sentences. The load average is printed before and after.
 """
 
 import argparse
@@ -51,29 +57,64 @@ def bench_throughput(model, texts, threads, batch_tokens, repeat):
     import llama_cpp
 
     from claude_chats.models import embed_texts
-    from claude_chats.models.llama import LlamaProvider, default_threads
+    from claude_chats.models.llama import LlamaProvider
 
-    threads = threads or default_threads()
     provider = LlamaProvider(model=model, threads=threads, batch_tokens=batch_tokens)
+    threads = provider._threads
     n_ctx = provider._llm.n_ctx()
+    flash = getattr(provider, "flash_attn", False)
     raw = llama_cpp.Llama(model_path=provider.path, embedding=True, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx,
-                          n_threads=threads, n_threads_batch=threads, verbose=False)
+                          n_threads=threads, n_threads_batch=threads, flash_attn=flash, verbose=False)
     tokens = sum(len(raw.tokenize(t.encode())) for t in texts)
+    filler = raw.tokenize((" ".join(WORDS) + " ") .encode() * 40, add_bos=False)
+    full = [raw.token_bos(), *filler[:n_ctx - 2], raw.token_eos()]
+    short = [raw.token_bos(), *filler[:126], raw.token_eos()]
     raw.embed(texts[:8], normalize=True)  # warm up both
     provider.embed_documents(texts[:8])
+    print(f"start: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     best = interleaved({
         "raw llama-cpp-python Llama.embed()": lambda: raw.embed(texts, normalize=True),
         "provider embed_documents()": lambda: provider.embed_documents(texts),
         "provider embed_texts() (chunking too)": lambda: embed_texts(provider, texts),
+        f"limit: raw decodes of 1 x {n_ctx} tokens": lambda: _decodes(raw, [full], max(1, tokens // n_ctx)),
+        "limit: raw decodes of 1 x 128 tokens": lambda: _decodes(raw, [short], max(1, tokens // 128)),
     }, repeat)
     base = best["raw llama-cpp-python Llama.embed()"]
+    limit_tokens = {f"limit: raw decodes of 1 x {n_ctx} tokens": max(1, tokens // n_ctx) * n_ctx,
+                    "limit: raw decodes of 1 x 128 tokens": max(1, tokens // 128) * 128}
+    peak = max(n / best[k][1] for k, n in limit_tokens.items())
     print(f"model {provider.model_id} ({provider.dimensions} dims), {len(texts)} texts ({tokens} tokens), "
-          f"{threads} thread(s), {n_ctx} tokens per decode, best of {repeat}")
+          f"{threads} thread(s), {n_ctx} tokens per decode, flash attention {'on' if flash else 'off'}, best of {repeat}")
     for label, (wall, cpu) in best.items():
-        print(f"  {label:40s} {len(texts) / wall:7.1f} texts/s {tokens / wall:7.0f} tokens/s (wall)"
-              f"  overhead {100 * (wall / base[0] - 1):+5.1f}% wall, {100 * (cpu / base[1] - 1):+5.1f}% CPU")
+        n = limit_tokens.get(label, tokens)
+        line = (f"  {label:40s} {n / wall:7.0f} tokens/s wall {n / cpu:7.0f} per CPU s "
+                f"({100 * (n / cpu) / peak:5.1f}% of the limit)")
+        if label not in limit_tokens:
+            line += (f" {len(texts) / wall:6.1f} texts/s; overhead {100 * (wall / base[0] - 1):+5.1f}% wall, "
+                     f"{100 * (cpu / base[1] - 1):+5.1f}% CPU")
+        print(line)
+    print(f"end: load average {os.getloadavg()[0]:.2f}")
     raw.close()
     provider.close()
+
+
+def _decodes(llm, sequences, count):
+    """``count`` decodes of ``sequences`` (token lists) packed into one batch each: llama.cpp alone."""
+    batch, ctx = llm._batch, llm._ctx
+    for _ in range(count):
+        batch.reset()
+        for seq, tokens in enumerate(sequences):
+            batch.add_sequence(tokens, seq, True)
+        ctx.kv_cache_clear()
+        ctx.decode(batch)
+    batch.reset()
+
+
+def corpus_texts(model, count):
+    """``count`` real chunks of the shared corpus as sync embeds them (bench_llama's cache)."""
+    from bench_llama import corpus_chunks, sample
+
+    return [c["text"] for c in sample(corpus_chunks(model)["chunks"], count)]
 
 
 def bench_storage(dimensions_list=(384, 1024), count=10_000, queries=100, k=10, seed=3):
@@ -133,13 +174,15 @@ def main():
     parser.add_argument("--batch-tokens", type=int, default=None, help="default: the model's context")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--storage", action="store_true", help="also measure sqlite-vec storage")
+    parser.add_argument("--corpus", action="store_true", help="real corpus chunks instead of generated texts")
     args = parser.parse_args()
     model = args.model
     if model is None:
         from build_test_model import build  # beside this script
 
         model = build()
-    bench_throughput(model, make_texts(args.texts), args.threads, args.batch_tokens, args.repeat)
+    texts = corpus_texts(model, args.texts) if args.corpus else make_texts(args.texts)
+    bench_throughput(model, texts, args.threads, args.batch_tokens, args.repeat)
     if args.storage:
         bench_storage()
 

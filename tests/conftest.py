@@ -15,12 +15,13 @@ pytest_plugins = ["tests.support.model", "tests.support.pg", "tests.support.corp
 
 # What the product reads from the environment besides its settings: where its state and Claude
 # Code's live, the Ollama model store, the Postgres client's host and TLS defaults, the fault
-# injection of the crash tests, the hook's machine-made switch, what Claude Code tells the processes it
-# starts (a suite run from inside Claude Code must not search "current" in the developer's session, nor
-# see its scrub).
+# injection of the crash tests, the hook's machine-made switch, the cache of the model made from PyPI,
+# what Claude Code tells the processes it starts (a suite run from inside Claude Code must not search
+# "current" in the developer's session, nor see its scrub).
 NON_SETTING_ENV = ("CLAUDE_CHATS_HOME", "CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
-                   "OLLAMA_MODELS", "PGHOST", "PGSSLMODE", SYNC_DIE_AT, "CLAUDE_CHATS_MACHINE_MADE",
-                   "CLAUDE_CODE_SESSION_ID", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "GITHUB_ACTIONS")
+                   "XDG_CACHE_HOME", "CLAUDE_CHATS_MODEL_CACHE", "OLLAMA_MODELS", "PGHOST", "PGSSLMODE", SYNC_DIE_AT,
+                   "CLAUDE_CHATS_MACHINE_MADE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PROJECT_DIR",
+                   "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "GITHUB_ACTIONS")
 ISOLATED_ENV = tuple(sorted({env for setting in SETTINGS.values() for env in setting.envs} | set(NON_SETTING_ENV)))
 
 
@@ -35,4 +36,9 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
     monkeypatch.setenv("CLAUDE_CHATS_SYNC_INTERVAL", "0")  # no background sync from tests' hooks
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama-models"))   # not the developer's store
+    # the small model `chats install` makes when no other is here comes from the test model's cache
+    from tests.support.model import model_cache_dir   # here: a plugin, imported once pytest registered it
+
+    monkeypatch.setenv("CLAUDE_CHATS_MODEL_CACHE", model_cache_dir())
     return home

@@ -15,8 +15,10 @@ from tests.support import ROOT
 from tests.support.cli import chats
 
 # Read by the product besides its settings (tests/conftest.py clears them too).
-NOT_SETTINGS = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "OLLAMA_MODELS", "PGHOST", "PGSSLMODE",
-                faults.ENV)
+NOT_SETTINGS = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS",
+                "CLAUDE_CHATS_MODEL_CACHE", "PGHOST", "PGSSLMODE", faults.ENV)
+# ... of which the fixture sets these to its own: an empty Ollama store, the test model's cache
+FIXED = {"OLLAMA_MODELS", "CLAUDE_CHATS_MODEL_CACHE"}
 
 
 def shown(as_json=True):
@@ -138,7 +140,9 @@ def test_inside_a_test_every_setting_is_its_default(tmp_path):
             assert (settings.sync_interval, settings.source(key)) == (0, "env CLAUDE_CHATS_SYNC_INTERVAL")
         else:
             assert settings.source(key) == "default", (key, settings.source(key))
-    assert [name for name in NOT_SETTINGS if name in os.environ] == []
+    assert [name for name in NOT_SETTINGS if name in os.environ and name not in FIXED] == []
+    assert os.environ["OLLAMA_MODELS"] == str(tmp_path / "ollama-models")
+    assert os.environ["CLAUDE_CHATS_MODEL_CACHE"] != "/from/the/shell"
     assert paths.data_dir() == str(tmp_path / "chats-home")
     assert paths.claude_projects_dir() == str(tmp_path / "claude" / "projects")
 

@@ -263,3 +263,57 @@ def test_the_plugin_layout_matches_chats_install():
     assert install.our_hooks({"hooks": hooks}) == {e: ["record-conversation"] for e in install.HOOK_EVENTS}
     servers = json.loads((root / ".mcp.json").read_text())["mcpServers"]
     assert servers == {install.MCP_NAME: {"command": "chats", "args": ["mcp"]}}
+
+
+# -- the embedding model (issue 14): a fresh machine gets one without a manual step -----------------
+
+
+def test_install_without_any_model_here_makes_the_small_one_and_configures_it(settings_file):
+    from claude_chats.models.llama import pulled_model_path
+
+    result = chats("install")
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("model: "))
+    assert "the default model mxbai-embed-large is not on this machine, nor any other" in line, line
+    assert "made it and configured model = all-MiniLM-L6-v2" in line and "from the cache" in line, line
+    settings = config.load()
+    assert (settings.model, settings.source("model")) == ("all-MiniLM-L6-v2", "file")
+    assert os.path.isfile(pulled_model_path("all-MiniLM-L6-v2"))
+    status = json.loads(chats("status", "--json").output)["provider"]
+    assert status["available"] and status["key"].startswith("llama/all-MiniLM-L6-v2/384/"), status
+    again = chats("install").output
+    assert "model: model all-MiniLM-L6-v2 is on this machine" in again, again
+
+
+def test_install_configures_a_model_found_here_rather_than_make_one(settings_file, test_model_path):
+    from claude_chats.models.llama import pulled_model_path
+
+    os.makedirs(os.path.dirname(pulled_model_path("nomic-embed-text")))
+    os.link(test_model_path, pulled_model_path("nomic-embed-text"))   # `chats models pull` put it there
+    shown = chats("install", "--print").output
+    assert "found nomic-embed-text" in shown and "would configure model = nomic-embed-text" in shown, shown
+    assert not os.path.exists(paths.config_path())
+    result = chats("install")
+    assert "model: the default model mxbai-embed-large is not on this machine; found nomic-embed-text" in result.output
+    assert config.load().model == "nomic-embed-text"
+    assert not os.path.exists(pulled_model_path("all-MiniLM-L6-v2"))
+
+
+def test_install_leaves_a_model_set_by_name_and_says_what_to_run(settings_file):
+    result = chats("install", "--model", "nomic-embed-text")
+    assert result.exit_code == 0
+    assert "model: model nomic-embed-text (set in file) is not on this machine: run `chats models pull " \
+           "nomic-embed-text`" in result.output, result.output
+    assert config.load().model == "nomic-embed-text"
+    assert "model:" not in chats("install", "--no-model").output
+
+
+def test_models_setup_is_the_same_step_alone(test_model_path):
+    assert "would make it" in chats("models", "setup", "--print").output
+    assert not os.path.exists(paths.config_path())
+    done = chats("models", "setup")
+    assert done.exit_code == 0 and "configured model = all-MiniLM-L6-v2" in done.output
+    assert "is on this machine" in chats("models", "setup").output
+    config.write_values({"model": "nomic-embed-text"})
+    missing = chats("models", "setup")
+    assert missing.exit_code == 1 and "chats models pull nomic-embed-text" in missing.output

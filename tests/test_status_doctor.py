@@ -36,7 +36,7 @@ def test_status_of_a_fresh_machine_says_what_to_do():
     assert result.exit_code == 0
     assert "not created yet" in result.output and "chats install" in result.output
     report = json.loads(chats("status", "--json", "--offline").output)
-    assert report["journal"]["exists"] is False and report["postgres"] == {"checked": False}
+    assert report["journal"]["exists"] is False and report["postgres"] == {"checked": False, "configured": False}
 
 
 def test_status_counts_the_journal_the_hook_and_postgres(pg_db_url, monkeypatch):
@@ -60,6 +60,34 @@ def test_status_counts_the_journal_the_hook_and_postgres(pg_db_url, monkeypatch)
     text = "\n".join(status.render(report))
     assert "3 sessions, 10 messages: 8 synced, 2 pending" in text
     assert "2 conversations, 8 messages" in text and "reachable" in text
+
+
+def test_status_shows_the_backlog_its_estimate_and_a_running_syncs_progress():
+    from claude_chats.sync.lock import SyncLock
+
+    imported("s-1", "s-2")
+    provider = HashEmbedder()
+    with Journal.open() as journal:
+        assert run_sync(config.load(), journal=journal, provider=provider, lock=False).ok   # journal only
+    report = status.collect(check_postgres=False, check_provider=False)
+    assert report["sync"]["last"]["space"] == provider.space.key
+    assert report["sync"]["backlog"]["messages"] == 0
+    assert "backlog: none" in "\n".join(status.render(report))
+    assert "8 messages: journal only (no Postgres to push them to)" in "\n".join(status.render(report))
+    files = imported("s-3", n=2)
+    size = sum(len(m["content"]) for m in Journal.open().messages("s-3"))
+    backlog = status.collect(check_postgres=False, check_provider=False)["sync"]["backlog"]
+    assert (backlog["messages"], backlog["chars"]) == (2, size) and backlog["estimate_seconds"] >= 0, backlog
+    with Journal.open() as journal:
+        journal.set_state("sync_progress", json.dumps({
+            "started_at": "2026-12-01T10:00:00Z", "pid": 4242, "messages_done": 300, "messages_total": 1000,
+            "chars_done": 30_000, "chars_total": 100_000, "seconds": 65.0, "eta_seconds": 151.6}))
+    assert status.collect(check_postgres=False, check_provider=False)["sync"]["progress"] is None   # not running
+    with SyncLock():
+        text = "\n".join(status.render(status.collect(check_postgres=False, check_provider=False)))
+    assert "running since 2026-12-01T10:00:00Z (pid 4242): 300 of 1,000 messages, 30% of the text, " \
+           "1 min 05 s so far, about 2 min 32 s left" in text, text
+    assert f"backlog: 2 messages to embed ({size:,} characters), about " in text and files
 
 
 def test_status_reports_postgres_down_and_the_last_hook_error(monkeypatch):

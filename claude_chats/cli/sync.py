@@ -40,13 +40,27 @@ def sync_cmd(as_json, batch_size):
 
 
 def _with_progress(run_sync, batch_size):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    """The sync under a progress bar (characters embedded of those to embed) with messages and ETA."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn("syncing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=True) as progress:
-        task = progress.add_task("sync", total=None)
-        return run_sync(batch_size=batch_size,
-                        progress=lambda done, total: progress.update(task, completed=done, total=total))
+    columns = (TextColumn("syncing"), BarColumn(), TextColumn("{task.fields[line]}"), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task("sync", total=None, line="counting")
+
+        def show(p):
+            total, done = (p.chars_total, p.chars_done) if p.chars_total else (p.messages_total, p.messages_done)
+            bar.update(task, completed=done, total=total or None, line=progress_line(p))
+
+        return run_sync(batch_size=batch_size, progress=show)
+
+
+def progress_line(p):
+    """``1,234/2,700 messages, ETA 1 min 20 s`` of a ``SyncProgress``."""
+    from ..times import spoken
+
+    eta = p.eta
+    left = "" if eta is None else f", ETA {spoken(eta)}"
+    return f"{p.messages_done:,}/{p.messages_total:,} messages{left}"
 
 
 def _print(s):

@@ -181,15 +181,17 @@ class LocalSearch:
             s["vectors"] = bool(s["vectors"])
         return out
 
-    def coverage(self, space_id):
-        """(messages with vectors of the space, messages), kept until the journal changes."""
+    def coverage(self, space_id, skipped=()):
+        """(messages with vectors of the space, messages it embeds: not a fork's copy, not of the kinds
+        ``skipped``), kept until the journal changes."""
         version = self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes()
-        cached = self._coverage.get(space_id)
+        cached = self._coverage.get((space_id, skipped))
         if cached is None or cached[0] != version:
             counts = self.conn.execute(
                 "SELECT (SELECT count(DISTINCT message_id) FROM chunks WHERE space_id = ?), "
-                "(SELECT count(*) FROM messages)", (space_id,)).fetchall()[0]
-            cached = self._coverage[space_id] = (version, counts)
+                "(SELECT count(*) FROM messages WHERE copy = 0 AND kind NOT IN (SELECT value FROM json_each(?)))",
+                (space_id, json.dumps(list(skipped)))).fetchall()[0]
+            cached = self._coverage[(space_id, skipped)] = (version, counts)
         return cached[1]
 
     def warm(self, key):

@@ -128,24 +128,41 @@ def load_message_vectors(conn, space_id, message_ids):
 
 
 _UNEMBEDDED = """FROM messages m WHERE m.synced = 1 AND m.copy = 0 AND m.id > ? AND trim(m.content, ' 	
-') != ''
+') != '' AND m.kind NOT IN (SELECT value FROM json_each(?))
 AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = ? AND c.message_id = m.id)"""
 
 
-def unembedded(conn, space_id, after_id=0, limit=500):
+def unembedded(conn, space_id, after_id=0, limit=500, skip_kinds=()):
     """Messages already pushed (``synced``) that have no vector in the space, oldest first
-    (``id > after_id``), as rows like ``Journal.pending``'s: the space is newer than their push."""
+    (``id > after_id``), as rows like ``Journal.pending``'s: the space is newer than their push.
+    Messages of ``skip_kinds`` (kinds the space embeds nothing of) are not asked for."""
     cur = conn.execute(f"SELECT m.id, m.uuid, m.seq, m.role, m.kind, m.content, m.created_at, m.message_id, "
                        f"m.is_sidechain, m.copy, m.session_id {_UNEMBEDDED} ORDER BY m.id LIMIT ?",
-                       (after_id, space_id, limit))
+                       (after_id, json.dumps(list(skip_kinds)), space_id, limit))
     names = ("id", "uuid", "seq", "role", "kind", "content", "created_at", "message_id", "is_sidechain", "copy",
              "session_id")
     return [dict(zip(names, row)) for row in cur]
 
 
-def count_unembedded(conn, space_id):
+def count_unembedded(conn, space_id, skip_kinds=()):
     """How many messages ``unembedded`` would give in all."""
-    return conn.execute(f"SELECT count(*) {_UNEMBEDDED}", (0, space_id)).fetchall()[0][0]
+    return conn.execute(f"SELECT count(*) {_UNEMBEDDED}", (0, json.dumps(list(skip_kinds)), space_id)).fetchall()[0][0]
+
+
+def backlog(conn, space_id, limits=()):
+    """``(messages, characters)`` still to embed into the space (None: not created yet): the messages
+    without a vector there (not blank, not a fork's copy) of the kinds ``limits`` does not skip, and
+    the characters of theirs that would be embedded (``limits``: ``((kind, chars), ...)``, as a
+    ``models.recipe.Recipe`` has them; a kind limited is counted up to its limit)."""
+    caps = json.dumps(dict(limits))
+    skipped = json.dumps([kind for kind, chars in limits if chars == 0])
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(min(length(m.content), coalesce(json_extract(?, '$.' || m.kind), "
+        "length(m.content)))), 0) FROM messages m WHERE m.copy = 0 AND trim(m.content, ' \t\n') != '' "
+        "AND m.kind NOT IN (SELECT value FROM json_each(?)) "
+        "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = ? AND c.message_id = m.id)",
+        (caps, skipped, -1 if space_id is None else space_id)).fetchall()[0]
+    return row[0], row[1]
 
 
 def delete_message_vectors(conn, message_ids):

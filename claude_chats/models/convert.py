@@ -11,6 +11,7 @@ checkpoint. Needs ``numpy``, ``safetensors`` and ``gguf``
 """
 
 import json
+import logging
 import os
 
 from ..errors import ClaudeChatsError
@@ -127,7 +128,13 @@ def _write_vocab(writer, gguf, config, src_dir):
     writer.add_token_list([_phantom(tok, kind, gguf) for tok, kind in zip(tokens, types)])
     writer.add_token_types(types)
     writer.add_token_type_count(config.get("type_vocab_size", 1))
-    gguf.SpecialVocab(src_dir, n_vocab=len(tokens)).add_to_gguf(writer, quiet=True)
+    vocab_log = logging.getLogger("gguf.vocab")   # "No handler for special token type cls": llama.cpp's too
+    level = vocab_log.level
+    vocab_log.setLevel(logging.ERROR)
+    try:
+        gguf.SpecialVocab(src_dir, n_vocab=len(tokens)).add_to_gguf(writer, quiet=True)
+    finally:
+        vocab_log.setLevel(level)
 
 
 def _phantom(token, kind, gguf):

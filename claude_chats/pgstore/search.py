@@ -290,12 +290,15 @@ class PgSearch:
             self._stats_at = time.monotonic()
         return self._stats
 
-    def coverage(self, space_id):
-        """(messages with vectors of the space, messages), kept ``STATS_TTL`` seconds."""
-        cached = self._coverage.get(space_id)
+    def coverage(self, space_id, skipped=()):
+        """(messages with vectors of the space, messages it embeds: not a fork's copy, not of the kinds
+        ``skipped``), kept ``STATS_TTL`` seconds."""
+        cached = self._coverage.get((space_id, skipped))
         if cached is None or time.monotonic() - cached[0] >= STATS_TTL:
             embedded = self._rows(f"SELECT count(DISTINCT message_id) FROM {store.vector_table(space_id)}")[0][0]
-            cached = self._coverage[space_id] = (time.monotonic(), (embedded, self._text_stats()[0]))
+            total = self._rows("SELECT count(*) FROM messages WHERE NOT is_copy AND kind <> ALL(%(skipped)s)",
+                               {"skipped": list(skipped)})[0][0]
+            cached = self._coverage[(space_id, skipped)] = (time.monotonic(), (embedded, total))
         return cached[1]
 
     def _semantic_cte(self, plan, where, params):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from .. import transcript
 from ..errors import ConfigError, PostgresUnavailable, ProviderError, SearchError, SessionNotFound, SpaceMismatchError
 from ..models import Space, check_canary, is_remote
-from ..models.recipe import same_model
+from ..models.recipe import same_model, skipped_kinds
 from ..models.spaces import mismatch_error
 from ..redact import redact, redacted_span
 from ..times import iso
@@ -341,7 +341,7 @@ class Searcher:
                 return ("fulltext",), None, None
             request.embed_ms = (time.perf_counter() - started) * 1e3
         legs = ("semantic",) if request.mode == "semantic" else LEGS
-        _coverage_note(backend, space["id"], notes)
+        _coverage_note(backend, space, notes)
         return legs, request.vector, space["id"]
 
     def _space(self, backend, mode, notes, request=None):
@@ -425,11 +425,12 @@ class Searcher:
 WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)
 
 
-def _coverage_note(backend, space_id, notes):
-    """A note when many messages have no vectors yet: the semantic leg cannot find those."""
+def _coverage_note(backend, space, notes):
+    """A note when many messages have no vectors yet: the semantic leg cannot find those. Messages of
+    the kinds the space's recipe embeds nothing of (``embed_text``) are not counted: they never will."""
     if not hasattr(backend, "coverage"):
         return
-    embedded, total = backend.coverage(space_id)
+    embedded, total = backend.coverage(space["id"], skipped_kinds(space.get("options")))
     if total and embedded < COVERAGE_NOTE * total:
         notes.append(f"{embedded:,} of {total:,} messages ({100 * embedded / total:.0f}%) have vectors in the "
                      f"{backend.source} store: the others are found by their words only (`chats sync` embeds them)")

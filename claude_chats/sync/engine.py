@@ -11,6 +11,7 @@ still lets the messages be embedded locally.
 """
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -40,6 +41,43 @@ DEFER_INDEX_RATIO = 4
 DEFER_TEXT_INDEX_RATIO = 1
 
 
+PROGRESS_EVERY = 2.0   # seconds between two writes of the ``sync_progress`` state
+
+
+@dataclass
+class SyncProgress:
+    """Where a running sync is: messages handled of those it found (pending, and pushed ones without
+    vectors of the space), characters embedded of those it has to embed (after the recipe's per-kind
+    limits), and the time left at the rate so far. ``chats status`` reads it from the journal's
+    ``sync_progress`` state; ``chats sync`` on a terminal draws it."""
+
+    messages_done: int = 0
+    messages_total: int = 0
+    chars_done: int = 0
+    chars_total: int = 0
+    started: float = field(default_factory=time.monotonic)
+    at: str = ""            # when the run started (UTC)
+    pid: int = 0
+
+    @property
+    def seconds(self):
+        return time.monotonic() - self.started
+
+    @property
+    def eta(self):
+        """Seconds left (None until something was embedded)."""
+        if not self.chars_done:
+            return None
+        return max(0.0, self.seconds * (self.chars_total - self.chars_done) / self.chars_done)
+
+    def as_dict(self):
+        eta = self.eta
+        return {"started_at": self.at, "pid": self.pid, "messages_done": self.messages_done,
+                "messages_total": self.messages_total, "chars_done": self.chars_done, "chars_total": self.chars_total,
+                "seconds": round(self.seconds, 1), "eta_seconds": None if eta is None else round(eta, 1),
+                "updated_at": _now()}
+
+
 @dataclass
 class SyncReport:
     pending_before: int = 0
@@ -47,6 +85,8 @@ class SyncReport:
     backfilled: int = 0         # ... of those, embedded into it and their vectors pushed now
     embedded: int = 0           # messages embedded now
     chunks: int = 0             # vectors computed now
+    embedded_chars: int = 0     # characters of content embedded now (the recipe's prefixes not counted)
+    space: str = None           # key of the embedding space
     pushed: int = 0             # messages newly inserted in Postgres
     vectors_pushed: int = 0
     conversations: int = 0      # conversations inserted or updated
@@ -75,8 +115,8 @@ class Syncer:
     ``provider`` embeds (an ``EmbeddingProvider``), ``store`` is a ``PgStore``
     or None (Postgres not configured or unreachable: embed only),
     ``local`` keeps vectors in the journal (``localstore.outbox.LocalVectors``) or None,
-    ``redact`` cleans text before it leaves the machine, ``progress(done,
-    total)`` is called after each batch, ``workers`` is the number of
+    ``redact`` cleans text before it leaves the machine, ``progress(SyncProgress)``
+    is called after each slice embedded and each batch, ``workers`` is the number of
     Postgres connections pushing batches at once, ``index_kind`` ("hnsw" or
     "ivfflat") the vector index of a space created now.
     """
@@ -91,7 +131,9 @@ class Syncer:
         self.workers, self.index_kind = workers, index_kind
         self.report = SyncReport()
         self.space = self.space_id = self.canary = None
-        self._done = 0   # messages handled, for ``progress``
+        self.status = SyncProgress(at=_now(), pid=os.getpid())
+        self._shown = None   # when ``sync_progress`` was last written
+        self._handled = 0    # messages of the batches done
 
     def run(self):
         started = time.monotonic()
@@ -102,6 +144,7 @@ class Syncer:
             self._sync_purges()   # first: a purge must not wait for the embedding model
             self._prepare_space()
             self._count_backfill()
+            self._count_work()
             deferred = self._maybe_defer_index()
             self._batches()
             self._backfill()
@@ -135,6 +178,7 @@ class Syncer:
 
     def _prepare_space(self):
         self.space = self.provider.space
+        self.report.space = self.space.key
         self.canary = canary_vector(self.provider)
         if self.local is not None:
             self.local.prepare(self.space, self.canary)
@@ -264,6 +308,7 @@ class Syncer:
             if self.local is not None:
                 self.local.save(_spans_of_journal(rows, messages, embedded))
             fresh.update(embedded)
+            self._tell(within=part[-1] + 1)   # the batch's messages up to this slice's last are handled
         return {**_spans_of_journal(rows, messages, stored, back=True), **fresh}
 
     def _embed(self, rows, messages):
@@ -271,11 +316,14 @@ class Syncer:
         (``models.recipe``; the bare content when it has none)."""
         recipe = recipe_of(self.provider)
         previous = self._previous(rows, messages) if recipe is not None and recipe.previous_chars else {}
-        items = [{"content": m.content, "role": r["role"], "created_at": r["created_at"],
+        items = [{"content": m.content, "role": r["role"], "kind": r["kind"], "created_at": r["created_at"],
                   "previous": previous.get(r["id"])} for r, m in zip(rows, messages)]
         embedded = dict(zip([r["id"] for r in rows], embed_messages(self.provider, items, recipe=recipe)))
+        chars = sum(_embedded_chars(item, recipe) for item in items)
         self.report.embedded += len(rows)
         self.report.chunks += sum(len(p) for p in embedded.values())
+        self.report.embedded_chars += chars
+        self.status.chars_done += chars
         return embedded
 
     def _previous(self, rows, messages):
@@ -289,7 +337,8 @@ class Syncer:
 
     def _count_backfill(self):
         if self.store is not None and self.local is not None:
-            self.report.backfill_before = vectors.count_unembedded(self.journal.conn, self.local.space_id)
+            self.report.backfill_before = vectors.count_unembedded(self.journal.conn, self.local.space_id,
+                                                                   self._skipped())
 
     def _backfill(self):
         """Messages pushed before the configured space existed (another model or embedded text was
@@ -299,7 +348,8 @@ class Syncer:
             return
         with Pusher(self.store, self.workers) as pusher:
             after_id = 0
-            while rows := vectors.unembedded(self.journal.conn, self.local.space_id, after_id, self.batch_size):
+            while rows := vectors.unembedded(self.journal.conn, self.local.space_id, after_id, self.batch_size,
+                                             self._skipped()):
                 messages = outbox.as_messages(rows, self.redact)
                 embedded = self._embed(rows, messages)
                 faults.point("after-embed")
@@ -317,10 +367,40 @@ class Syncer:
         self.report.backfilled += len(embedded)
         self.report.vectors_pushed += result.chunks
 
+    def _skipped(self):
+        """Kinds the provider's recipe embeds nothing of: a message of one never gets a vector."""
+        recipe = recipe_of(self.provider)
+        return recipe.skipped if recipe is not None else ()
+
+    def _count_work(self):
+        """What this run has to do, for its progress: the messages it will handle, and the characters
+        it will embed (the messages without vectors of the space, after the recipe's limits)."""
+        self.status.messages_total = self.report.pending_before + self.report.backfill_before
+        if self.local is not None:
+            recipe = recipe_of(self.provider)
+            limits = recipe.limits if recipe is not None else ()
+            self.status.chars_total = vectors.backlog(self.journal.conn, self.local.space_id, limits)[1]
+        self._tell(force=True)
+
     def _advance(self, count):
-        self._done += count
+        self._handled += count
+        self._tell()
+
+    def _tell(self, force=False, within=0):
+        """Call ``progress`` (``within``: messages of the current batch handled so far); keep the progress
+        in the journal (``sync_progress``) every PROGRESS_EVERY s."""
+        self.status.messages_done = self._handled + within
+        self.status.messages_total = max(self.status.messages_total, self.status.messages_done)
+        self.status.chars_total = max(self.status.chars_total, self.status.chars_done)
         if self.progress:
-            self.progress(self._done, max(self._done, self.report.pending_before + self.report.backfill_before))
+            self.progress(self.status)
+        now = time.monotonic()
+        if force or self._shown is None or now - self._shown >= PROGRESS_EVERY:
+            self._shown = now
+            try:
+                self.journal.set_state("sync_progress", json.dumps(self.status.as_dict()))
+            except Exception:  # noqa: BLE001 - bookkeeping must not stop the sync
+                pass
 
     def _push_renamed_sessions(self):
         """Sessions renamed (or otherwise changed) after their messages were pushed."""
@@ -406,9 +486,20 @@ def _chunks(rows, messages, vectors):
             for r, m in zip(rows, messages) for c in vectors.get(r["id"], ())]
 
 
+def _embedded_chars(item, recipe):
+    """Characters of a message's content its recipe embeds (all of it, or the head its kind is limited to)."""
+    size = len(item["content"] or "")
+    limit = recipe.limit(item.get("kind")) if recipe is not None and recipe.limits else None
+    return size if limit is None else min(size, limit)
+
+
+def _now():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def record(journal, report):
     """Keep the report as the journal's ``last_sync`` state (what ``chats status`` shows)."""
-    state = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **report.as_dict()}
+    state = {"at": _now(), **report.as_dict()}
     try:
         journal.set_state("last_sync", json.dumps(state))
     except Exception:  # noqa: BLE001 - bookkeeping must not hide the sync's own result

@@ -28,7 +28,7 @@ def test_models_list_does_not_call_a_model_available_that_is_not_here(tmp_path, 
     text = chats("models", "list")
     llama = next(line for line in text.splitlines() if line.strip().startswith("llama"))
     assert "available" not in llama.replace("library installed", ""), llama
-    assert "chats models pull mxbai-embed-large" in llama
+    assert "chats models setup" in llama and "ollama pull mxbai-embed-large" in llama
     assert "not on this machine" in text.splitlines()[0]
     listed = json.loads(chats("models", "list", "--json"))
     row = next(p for p in listed["providers"] if p["name"] == "llama")
@@ -47,3 +47,22 @@ def test_hybrid_over_a_partly_embedded_journal_says_how_much_has_vectors(tmp_pat
     assert found["modes_run"] == ["fulltext", "semantic"], found["notes"]
     assert any("10 of 100 messages (10%) have vectors" in note and "chats sync" in note
                for note in found["notes"]), found["notes"]
+
+
+def test_no_coverage_note_for_the_kinds_the_recipe_gives_no_vectors(tmp_path, test_model_path, monkeypatch):
+    """With the default ``lean`` recipe thinking gets no vector: a journal full of it is fully embedded."""
+    from tests.support import lines
+
+    monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
+    folder = tmp_path / "projects" / "newcomer"
+    folder.mkdir(parents=True)
+    rows = [lines.user("where does the egret cache live?", session="sess-think")]
+    rows += [lines.assistant([{"type": "thinking", "thinking": f"egret thought {i}", "signature": "x"}],
+                             session="sess-think") for i in range(12)]
+    rows += [lines.assistant("the egret cache lives in the data folder", session="sess-think")]
+    (folder / "sess-think.jsonl").write_bytes(lines.encode(*rows))
+    chats("import", str(tmp_path / "projects"))
+    assert json.loads(chats("sync", "--json"))["chunks"] == 2
+    found = json.loads(chats("search", "--json", "egret cache"))
+    assert found["modes_run"] == ["fulltext", "semantic"]
+    assert not [n for n in found["notes"] if "have vectors" in n], found["notes"]

@@ -133,3 +133,20 @@ def test_same_key_but_other_vectors_fails_the_canary(seeded_conn, minilm):
 def test_empty_journal_has_no_space(seeded_conn, minilm):
     assert vectors.check_space(seeded_conn, minilm) is None
     assert vectors.count_vectors(seeded_conn) == []
+
+
+def test_backlog_counts_what_a_space_still_lacks_after_the_recipes_limits(seeded_conn):
+    conn = seeded_conn
+    for seq, (kind, text) in enumerate([("tool_result", "x" * 5000), ("thinking", "hmm " * 50),
+                                        ("text", "   \n"), ("tool_use", "[Bash] ls")], start=len(MESSAGES)):
+        conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content) "
+                     "VALUES (?, 's1', ?, 'assistant', ?, ?)", (f"u{seq}", seq, kind, text))
+    conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content, copy) "
+                 "VALUES ('u-copy@s2', 's1', 99, 'user', 'text', 'a copy of a line', 1)")
+    words = sum(len(t) for t in MESSAGES)
+    limits = (("thinking", 0), ("tool_result", 500))
+    # no space yet: everything but blanks, copies and the kinds embedded not at all; a kind up to its limit
+    assert vectors.backlog(conn, None, limits) == (len(MESSAGES) + 2, words + 500 + len("[Bash] ls"))
+    assert vectors.backlog(conn, None) == (len(MESSAGES) + 3, words + 5000 + 200 + len("[Bash] ls"))
+    space_id = write_all(conn, WordHash())
+    assert vectors.backlog(conn, space_id, limits) == (2, 500 + len("[Bash] ls"))

@@ -128,3 +128,56 @@ def test_missing_model_says_how_to_get_it(tmp_path, monkeypatch):
 def test_unknown_provider_name():
     with pytest.raises(ConfigError, match="llama, ollama, openai"):
         get_provider(config.load({"provider": "cohere-direct"}))
+
+
+def test_flash_attention_gives_the_vectors_of_plain_attention(test_model_path, minilm):
+    texts = [f"{s} (variant {i})" for i in range(20) for s in SENTENCES] + [long_message(1500)]
+    assert minilm.flash_attn
+    with LlamaProvider(model=str(test_model_path), threads=1, flash_attn=False) as plain:
+        np.testing.assert_allclose(minilm.embed_documents(texts), plain.embed_documents(texts), atol=1e-4)
+
+
+class Ticks:
+    """A machine whose other processes keep ``others`` cores busy (never more than it has) while
+    this process uses ``own``: /proc/stat's counters, this process's CPU time, a clock."""
+
+    def __init__(self, cores, others, own):
+        self.cores, self.others, self.own = cores, others, own
+        self.now = self.busy = self.used = 0.0
+
+    def clock(self):
+        return self.now
+
+    def ticks(self):
+        return self.busy * 100, self.cores * self.now * 100
+
+    def cpu(self):
+        return self.used
+
+    def after(self, seconds, auto):
+        self.now += seconds
+        self.busy += min(self.cores, self.others + self.own) * seconds
+        self.used += self.own * seconds
+        return auto()
+
+
+@pytest.mark.parametrize("others, threads", [(0.0, 2), (0.3, 2), (0.6, 1), (1.0, 1), (3.0, 1)])
+def test_auto_threads_takes_the_cores_left_idle(monkeypatch, others, threads):
+    from claude_chats.models.llama import AutoThreads
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    machine = Ticks(2, others, own=1.0)
+    auto = AutoThreads(2, every=2.0, ticks=machine.ticks, clock=machine.clock, own=machine.cpu)
+    assert machine.after(1, auto) == 1          # one look: nothing to compare with yet
+    assert machine.after(1, auto) == 1          # too soon for a second
+    assert machine.after(2, auto) == threads
+    machine.others = 2.0                        # someone else starts working
+    assert machine.after(0.5, auto) == threads  # not looked at again yet
+    assert machine.after(2, auto) == 1
+
+
+def test_auto_threads_by_default_and_a_setting_fixes_them(test_model_path, minilm):
+    assert minilm._auto is None and minilm._threads == 1
+    with LlamaProvider(model=str(test_model_path)) as auto:
+        assert auto._auto is not None and auto._threads == 1   # starts at one
+        auto.embed_documents(SENTENCES)

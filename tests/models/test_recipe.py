@@ -25,7 +25,7 @@ from tests.support import ROOT, lines, redaction_corpus
 from tests.support.fakes import HashEmbedder, Server, openai_embeddings
 
 DAY = "2026-01-01T10:00:00.000Z"
-CONTEXT_KEY = '{"text":"context-1"}'
+CONTEXT_KEY = '{"text":"lean-1"}'   # the default recipe's
 
 
 def session_lines(session="s-1"):
@@ -109,6 +109,69 @@ def test_long_message_chunks_keep_content_spans_under_the_prefix(empty_journal, 
     assert float(chunks[0].vector @ want) > 0.9999
 
 
+def test_per_kind_limits_embed_the_head_of_a_tool_result_and_no_thinking(empty_journal, tmp_path, minilm):
+    output = " ".join(f"line{i}" for i in range(900))
+    empty_journal.import_files([write(tmp_path, [
+        lines.user("run the tests", ts=DAY),
+        lines.assistant([{"type": "thinking", "thinking": "the user wants pytest", "signature": "x"}], ts=DAY),
+        lines.assistant([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}], ts=DAY),
+        lines.user([{"type": "tool_result", "tool_use_id": "t1", "content": output}], ts=DAY)])])
+    kinds = dict(empty_journal.conn.execute("SELECT kind, id FROM messages").fetchall())
+    settings = journal_only(embed_text="context,tool_result=300,thinking=0")
+    provider = with_text(minilm, settings)
+    assert provider.space.options["text"] == "context-1,thinking=0,tool_result=300"
+    report = run_sync(settings, journal=empty_journal, provider=provider, store=None, lock=False)
+    assert report.ok and report.chunks == 3, report   # the prompt, the tool call, one head; no thinking
+    [chunk] = stored(empty_journal, provider, kinds["tool_result"])
+    head = output[:chunk.end]
+    assert chunk.start == 0 and 240 <= chunk.end <= 300 and head == output[:300].rsplit(" ", 1)[0] + " "
+    want = minilm.embed_documents([f"user: run the tests\nuser (1 January 2026): {head}"])[0]
+    assert float(chunk.vector @ want) > 0.9999
+    space_id = vectors.find_space(empty_journal.conn, provider.space.key)
+    assert vectors.load_message_vectors(empty_journal.conn, space_id, [kinds["thinking"]]) == {}
+
+
+def test_a_kind_embedded_not_at_all_is_not_picked_up_again_by_every_sync(empty_journal, tmp_path, pg_db_url):
+    """A message of a kind the recipe gives no vector (``thinking=0``) is pushed without one; the backfill
+    (messages pushed without vectors of the space) must not take it for one still to embed."""
+    empty_journal.import_files([write(tmp_path, [
+        lines.user("run the tests", ts=DAY),
+        lines.assistant([{"type": "thinking", "thinking": "the user wants pytest", "signature": "x"}], ts=DAY),
+        lines.assistant("all 12 passed", ts=DAY)])])
+    settings = config.load({"database_url": pg_db_url, "embed_text": "context,thinking=0"}, environ={},
+                           path=os.devnull)
+    provider = with_text(HashEmbedder(), settings)
+    first = run_sync(settings, journal=empty_journal, provider=provider, lock=False)
+    assert first.ok and (first.pushed, first.embedded, first.chunks) == (3, 3, 2), first
+    again = run_sync(settings, journal=empty_journal, provider=provider, lock=False)
+    assert (again.backfill_before, again.embedded) == (0, 0), again
+
+
+def test_lean_the_default_embeds_nothing_search_leaves_out_and_a_tool_results_head():
+    from claude_chats import transcript
+    from claude_chats.errors import ConfigError
+    from claude_chats.models.recipe import LEAN, UNSEARCHED, recipe_for
+
+    assert set(UNSEARCHED) == set(transcript.KINDS) - set(transcript.DEFAULT_KINDS)   # else: a new LEAN name
+    assert recipe_for(None) is LEAN and config.load(environ={}, path=os.devnull).embed_text == "lean"
+    assert LEAN.skipped == UNSEARCHED and LEAN.limit("tool_result") == 300 and LEAN.limit("text") is None
+    wider = recipe_for("lean,tool_result=2000")
+    assert (wider.name, wider.limit("tool_result"), wider.skipped) == ("lean-1,tool_result=2000", 2000, UNSEARCHED)
+    assert recipe_for("context").limits == ()
+    with pytest.raises(ConfigError, match="'tool_reslt' is no kind"):
+        recipe_for("lean,tool_reslt=0")
+
+
+def test_per_kind_limits_are_checked():
+    from claude_chats.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="KIND=CHARS"):
+        config.parse_value("embed_text", "context,tool_result=lots")
+    with pytest.raises(ConfigError, match="lean, context, plain"):
+        config.parse_value("embed_text", "plain,tool_result=300")
+    assert config.parse_value("embed_text", "context,tool_result=300") == "context,tool_result=300"
+
+
 def test_plain_keeps_the_old_space_and_text(empty_journal, tmp_path, minilm, test_model_path):
     plain = journal_only(embed_text="plain", model=str(test_model_path), threads=1)
     with embedder(plain) as provider, get_provider(plain) as bare:
@@ -127,7 +190,7 @@ def test_plain_keeps_the_old_space_and_text(empty_journal, tmp_path, minilm, tes
 def test_embed_text_setting_is_checked():
     from claude_chats.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="context, plain"):
+    with pytest.raises(ConfigError, match="lean, context, plain"):
         config.parse_value("embed_text", "fancy")
     assert config.parse_value("embed_text", "plain") == "plain"
 
@@ -209,10 +272,13 @@ def test_upgrade_from_plain_vectors_notes_then_backfills(empty_journal, tmp_path
 
     progress = []
     after = run_sync(config.load(), journal=empty_journal, lock=False, batch_size=5,
-                     progress=lambda done, total: progress.append((done, total)))
+                     progress=lambda p: progress.append((p.messages_done, p.messages_total, p.chars_done,
+                                                         p.chars_total)))
     assert after.ok, after.errors
     assert (after.backfill_before, after.backfilled, after.pushed, after.embedded) == (18, 18, 0, 18)
-    assert progress[-1] == (18, 18) and len(progress) == 4
+    done = [p[0] for p in progress]
+    assert progress[-1][:2] == (18, 18) and done == sorted(done) and set(done) >= {0, 5, 10, 15, 18}
+    assert progress[-1][2] == progress[-1][3] == after.embedded_chars > 0   # every character it had to embed
     assert pg_message_count(pg_db_url) == 18
     assert len(pg_vectors(pg_db_url, context_key)) == 18 and len(pg_vectors(pg_db_url, plain_key)) == 18
     again = run_sync(config.load(), journal=empty_journal, lock=False)
@@ -265,7 +331,7 @@ def test_backfill_killed_midway_converges(tmp_path, pg_db_url, die_at):
     assert report["ok"] and report["pushed"] == 0 and report["backfilled"] == report["backfill_before"], report
     if die_at == "before-mark@3":   # two batches were pushed and kept: the rest is resumed, not redone
         assert report["backfilled"] == 16, report
-    context = HashEmbedder().space.key[:-2] + CONTEXT_KEY
+    context = HashEmbedder().space.key[:-2] + '{"text":"context-1"}'
     remote = pg_vectors(pg_db_url, context)
     assert len(remote) == 24 and pg_message_count(pg_db_url) == 24
     with Journal.open(path) as journal:

@@ -8,6 +8,7 @@ few sentences (tests/models/test_reference.py says where the numbers come from).
 """
 
 import base64
+import functools
 import importlib.util
 import pathlib
 
@@ -17,11 +18,17 @@ import pytest
 from tests.support import ROOT
 
 
+@functools.cache
 def _build_script():
     spec = importlib.util.spec_from_file_location("build_test_model", ROOT / "scripts" / "build_test_model.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def model_cache_dir():
+    """The test model's cache folder (``$CLAUDE_CHATS_TEST_CACHE``, default ``~/.cache/claude-chats-test``)."""
+    return _build_script().cache_dir()
 
 
 @pytest.fixture(scope="session")
