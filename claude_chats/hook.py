@@ -36,6 +36,7 @@ def main():
         if not kept_out(payload, exclude):   # an excluded project: nothing read, nothing stored
             run(payload, conn, exclude)
             answer = respond(payload, conn)
+        remember_verdicts(conn, exclude)
         if answer:
             os.write(1, answer.encode("utf-8"))   # the one output: hook JSON, written whole, unbuffered
         trim_wal(conn)
@@ -135,13 +136,36 @@ def project_filter(conn):
     cached = db.get_state(conn, EXCLUDE_CACHE)
     cached = jsonl.loads(cached) if cached else None
     if cached and cached.get("stat") == stamp:
-        patterns = cached["patterns"]
+        patterns, known = cached["patterns"], cached.get("verdicts") or {}
     else:
         from . import config
 
-        patterns = list(config.load(validate=False).exclude_projects)
-        db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps({"stat": stamp, "patterns": patterns}))
-    return ProjectFilter(patterns) or None
+        patterns, known = list(config.load(validate=False).exclude_projects), {}
+        cached = {"stat": stamp, "patterns": patterns}
+        db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps(cached))
+    found = ProjectFilter(patterns, known)
+    _FILTER_STATE[:] = [cached, len(known)]
+    return found or None
+
+
+_FILTER_STATE = []   # the cached state project_filter read, and how many verdicts it held
+
+
+def remember_verdicts(conn, exclude):
+    """Keep the paths ``exclude`` judged for the first time beside the patterns, so a glob costs
+    ``fnmatch`` (and ``re``'s import, about 3 ms) once per project folder, not on every turn."""
+    if exclude is None or not _FILTER_STATE:
+        return
+    cached, count = _FILTER_STATE
+    verdicts = exclude.verdicts()
+    if len(verdicts) == count or len(verdicts) > MAX_VERDICTS:
+        return
+    from .localstore import db
+
+    db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps(dict(cached, verdicts=verdicts)))
+
+
+MAX_VERDICTS = 500   # project folders remembered; past it, a new folder costs fnmatch each turn
 
 
 def kept_out(payload, exclude):

@@ -288,6 +288,40 @@ def test_the_hook_reads_the_excluded_projects_from_the_environment_or_its_copy_o
     assert rows("sess-3") == []
 
 
+def test_a_glob_in_the_excluded_projects_costs_fnmatch_once_per_folder(tmp_path):
+    """fnmatch imports re (about 3 ms of every turn): the hook keeps each folder's verdict beside
+    the patterns, so only a folder it has not judged yet (or a changed config file) costs it."""
+    import subprocess
+    import sys
+
+    from claude_chats import config
+
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(lines.user("an ordinary project", cwd="/work/proj")))
+    config.write_values({"exclude_projects": "/work/clients/*/secret"})
+
+    def imports(session_path, cwd="/work/proj"):
+        data = json.dumps({"session_id": "sess-1", "transcript_path": str(session_path),
+                           "hook_event_name": "Stop", "cwd": cwd}).encode()
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "claude_chats.hook"], input=data,
+                              capture_output=True, timeout=60, cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stdout == b""
+        return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line}
+
+    assert "fnmatch" in imports(path)                  # the first turn judges /work/proj
+    path.write_bytes(path.read_bytes() + lines.encode(lines.user("and a second turn", cwd="/work/proj")))
+    assert "fnmatch" not in imports(path)              # its verdict is kept
+    assert [r[2] for r in rows()] == ["an ordinary project", "and a second turn"]
+    secret = tmp_path / "sess-2.jsonl"
+    secret.write_bytes(lines.encode(lines.user("the acme secret", session="sess-2", cwd="/work/clients/acme/secret")))
+    assert "fnmatch" in imports(secret, cwd="/work/clients/acme/secret")   # a new folder: judged, kept out
+    assert rows("sess-2") == [] and not hook_errors()
+    config.write_values({"exclude_projects": "/work/pro*"})           # a changed file: judged again
+    path.write_bytes(path.read_bytes() + lines.encode(lines.user("now excluded", cwd="/work/proj")))
+    assert "fnmatch" in imports(path)
+    assert [r[2] for r in rows()] == ["an ordinary project", "and a second turn"]
+
+
 def test_a_marked_prompt_gets_no_hint_and_keeps_its_turn_out(tmp_path):
     new = history(tmp_path)
     assert prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash #chats-skip") is None
