@@ -64,10 +64,14 @@ def progress_line(p):
 
 
 def _print(s):
-    click.echo(f"{s['pending_before']} pending: embedded {s['embedded']} messages ({s['chunks']} chunks), "
-               f"pushed {s['pushed']} messages and {s['vectors_pushed']} vectors in {s['batches']} batches, "
-               f"{s['conversations']} conversations updated; {s['pending_after']} still pending "
-               f"({s['seconds']:.1f} s; Postgres: {s['postgres']})")
+    if s["postgres"] == "not configured":   # journal only: nothing is waiting for anything but a database
+        click.echo(f"embedded {s['embedded']} messages ({s['chunks']} chunks) in {s['seconds']:.1f} s; journal "
+                   f"only: {s['pending_after']} messages to push once Postgres is configured")
+    else:
+        click.echo(f"{s['pending_before']} pending: embedded {s['embedded']} messages ({s['chunks']} chunks), "
+                   f"pushed {s['pushed']} messages and {s['vectors_pushed']} vectors in {s['batches']} batches, "
+                   f"{s['conversations']} conversations updated; {s['pending_after']} still pending "
+                   f"({s['seconds']:.1f} s; Postgres: {s['postgres']})")
     if s["backfill_before"]:
         click.echo(f"{s['backfilled']} of {s['backfill_before']} messages synced before the configured embedding "
                    "space existed (another model or embed_text) embedded into it and their vectors pushed")

@@ -41,7 +41,9 @@ def test_sync_json_summary(imported_session, test_provider, pg_db_url, monkeypat
 def test_sync_text_summary_without_postgres(imported_session, test_provider):
     result = chats("sync")
     assert result.exit_code == 0
-    assert "6 pending" in result.output and "Postgres: not configured" in result.output
+    assert result.output.splitlines()[0].startswith("embedded 6 messages (")
+    assert "journal only: 6 messages to push once Postgres is configured" in result.output
+    assert "still pending" not in result.output   # a journal alone waits for nothing
 
 
 def test_remote_url_without_tls_is_refused(imported_session, test_provider, monkeypatch):
