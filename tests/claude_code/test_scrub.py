@@ -38,6 +38,7 @@ def synced(scratch):
     earlier = scratch.print_turn("the ocelot migration plan @bash(echo ocelot-plan-ready)")
     assert earlier.returncode == 0, earlier.stderr
     scratch.chats("config", "set", "provider", "openai")
+    scratch.chats("config", "set", "model", "text-embedding-3-small")   # install configured a local model
     with Server({"/v1/embeddings": openai_embeddings}) as openai:
         synced = scratch.chats("sync", "--json", OPENAI_API_KEY=KEY, OPENAI_BASE_URL=f"{openai.url}/v1")
     assert json.loads(synced.stdout)["ok"], synced.stdout

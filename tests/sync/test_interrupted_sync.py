@@ -51,7 +51,7 @@ def test_an_interrupted_sync_keeps_its_vectors_and_is_recorded(stop, tmp_path, m
     status = json.loads(chats("status", "--json", "--offline"))
     last = status["sync"]["last"]
     assert last is not None, "the interrupted run was not recorded"
-    assert not last["ok"] and any("interrupted" in e for e in last["errors"]), last
+    assert not last["ok"] and any("interrupted" in e for e in last["errors"]), last["errors"]
     kept = sum(s["vectors"] for s in status["spaces"]["local"])
     assert kept >= 64, f"{kept} vectors kept of {server.texts} embedded"     # at least one slice
     assert last["pending_after"] == MESSAGES      # nothing pushed (no Postgres): all still pending
