@@ -45,6 +45,14 @@ def _integer(value):
         raise ValueError() from None
 
 
+def _startup_count(value):
+    """0 to 10 sessions."""
+    count = _integer(value)
+    if not 0 <= count <= 10:
+        raise ValueError()
+    return count
+
+
 def _paths(value):
     """Project folders (globs allowed): a TOML array of strings, or one string of folders separated by
     ``:`` (the environment's form). ``~`` is expanded; each must then be absolute, as Claude Code
@@ -113,6 +121,9 @@ SETTINGS = {
         Setting("recall_hints", ("CLAUDE_CHATS_RECALL_HINTS",), True, kind=_bool,
                 help="on each prompt, point Claude at up to 3 other sessions that strongly match it "
                      "(a full-text probe of the journal by the hook)"),
+        Setting("startup_sessions", ("CLAUDE_CHATS_STARTUP_SESSIONS",), 3, kind=_startup_count,
+                help="when a session starts, name this project's N most recent sessions to Claude "
+                     "(0: nothing; at most 10)"),
         Setting("exclude_projects", ("CLAUDE_CHATS_EXCLUDE_PROJECTS",), (), kind=_paths,
                 help="project folders (and everything below them; *, ? and [...] as in globs) whose transcripts "
                      "the hook and `chats import` never store; in the environment, separated by ':'"),
@@ -157,7 +168,7 @@ def read_file(path=None):
 
 
 _KIND_NAMES = {_bool: "boolean (true/false)", _seconds: f"duration ({DURATION_FORMS})",
-               _integer: "integer", _text: "string", _paths: "list of absolute folder paths (globs allowed)"}
+               _integer: "integer", _startup_count: "number of sessions (0 to 10)", _text: "string", _paths: "list of absolute folder paths (globs allowed)"}
 
 
 def _checked(setting, value, origin, validate=True):

@@ -99,6 +99,21 @@ def recall_hints_on():
     return bool(config.load().recall_hints)
 
 
+STARTUP_SESSIONS_DEFAULT = 3   # config.py's default for startup_sessions (a test checks they agree)
+
+
+def startup_sessions():
+    """The ``startup_sessions`` setting, read cheaply like ``recall_hints_on``."""
+    env = os.environ.get("CLAUDE_CHATS_STARTUP_SESSIONS", "").strip()
+    if env.isdigit() and int(env) <= 10:
+        return int(env)
+    if not env and not _config_names("startup_sessions"):   # else the config module says what is wrong
+        return STARTUP_SESSIONS_DEFAULT
+    from . import config
+
+    return config.load().startup_sessions
+
+
 def journal_redactor():
     """``config.journal_redactor()``, read only on a turn that stores something, and cheaply: the
     environment and a peek at the small config file say whether the setting can be on at all, and
@@ -234,7 +249,8 @@ def respond(payload, conn):
     """The hook JSON Claude Code reads back from this run, or None (print nothing).
 
     SessionStart after a compaction or on a resume: where this session's full record is, and
-    (after a compaction) an index of what was compacted, as ``additionalContext``.
+    (after a compaction) an index of what was compacted, as ``additionalContext``; on startup,
+    the project's latest sessions (the ``startup_sessions`` setting).
     UserPromptSubmit (the ``recall_hints`` setting): pointers to other sessions that strongly
     match the prompt, when there are any.
     """
@@ -243,7 +259,12 @@ def respond(payload, conn):
     if event == "SessionStart" and session:
         from .localstore import recall
 
-        context = recall.session_context(conn, session, payload.get("source"))
+        source = payload.get("source")
+        if source == "startup":
+            count = startup_sessions()
+            context = recall.startup_context(conn, session, _text(payload, "cwd"), count) if count else None
+        else:
+            context = recall.session_context(conn, session, source)
     elif event == "UserPromptSubmit" and isinstance(payload.get("prompt"), str) and not marked(payload) \
             and recall_hints_on():
         from .localstore import recall

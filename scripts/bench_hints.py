@@ -12,6 +12,13 @@ session's parent, or a subagent of it); precision = right / hinted, recall =
 right / prompts that should be hinted. The threshold is chosen on the ``dev``
 split (``--grid`` prints dev only); ``heldout`` is reported, never tuned on.
 
+It then measures the ``startup_sessions`` list (what a new session is told on SessionStart:
+``localstore.recall.startup_context``) on the prompts typed as a session's first (no current
+session): how often the list names a session the prompt continues (a relevant one), against
+how often the recall hints on that same prompt point at one. The labelled prompts carry no
+time, so "most recent" is taken at the corpus's end: a relevant session may be listed that
+came after the moment the prompt stands for (an upper bound for the list).
+
     .venv/bin/python scripts/bench_hints.py [--corpus DIR] [--set FILE] [--grid]
 """
 
@@ -27,7 +34,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from claude_chats.localstore import recall  # noqa: E402
+from claude_chats.config import SETTINGS  # noqa: E402
 from claude_chats.localstore.journal import Journal, discover  # noqa: E402
+
+STARTUP_DEFAULT = SETTINGS["startup_sessions"].default
 
 
 def root(session):
@@ -51,6 +61,25 @@ def score(records, conn, split, strength):
             "recall": found / wanted if wanted else 0.0, "prompts": sum(r["split"] == split for r in records)}
 
 
+def startup_score(records, conn, split, count):
+    """For the first prompts of new sessions: lists shown, lists naming a relevant session, and the
+    same prompts' hints pointing at one."""
+    starts = shown = useful = wanted = hinted_right = 0
+    for r in records:
+        if r["split"] != split or r["current_session_id"]:
+            continue
+        starts += 1
+        wanted += r["should_hint"]
+        relevant = {root(x) for x in r["relevant_session_ids"]}
+        context = recall.startup_context(conn, None, r["cwd"], count) or ""
+        listed = {root(line.split("session_id ", 1)[1].split(",", 1)[0]) for line in context.splitlines()[1:]}
+        shown += bool(listed)
+        useful += bool(listed & relevant)
+        hints = recall.recall_hints(conn, r["prompt"], None)
+        hinted_right += any(root(h["session_id"]) in relevant for h in hints)
+    return {"starts": starts, "shown": shown, "useful": useful, "wanted": wanted, "hinted_right": hinted_right}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus" / "transcripts"))
@@ -72,11 +101,24 @@ def main(argv=None):
             s = score(records, journal.conn, split, recall.HINT_STRENGTH)
             print(f"{split:8s} strength {recall.HINT_STRENGTH:4.2f} (shipped): precision {s['precision']:.2f}  "
                   f"recall {s['recall']:.2f}  ({s['hinted']} of {s['prompts']} prompts hinted)")
+        for split in ("dev", "heldout"):
+            for count in (1, 3, 5):
+                s = startup_score(records, journal.conn, split, count)
+                shipped = " (shipped)" if count == STARTUP_DEFAULT else ""
+                print(f"{split:8s} startup_sessions {count}{shipped}: {s['starts']} new sessions, a list shown in "
+                      f"{s['shown']}, naming a session the first prompt continues in {s['useful']} "
+                      f"({s['useful'] / max(s['shown'], 1):.2f}); of the {s['wanted']} that continue one, the list "
+                      f"names it for {s['useful']}, the hints on the first prompt for {s['hinted_right']}")
         started = time.perf_counter()
         for r in records:
             recall.recall_hints(journal.conn, r["prompt"], r["current_session_id"])
         per = (time.perf_counter() - started) / len(records) * 1e3
         print(f"probe cost: {per:.2f} ms per prompt (in process; the hook's figures: scripts/bench_hook.py)")
+        started = time.perf_counter()
+        for r in records:
+            recall.startup_context(journal.conn, None, r["cwd"], STARTUP_DEFAULT)
+        per = (time.perf_counter() - started) / len(records) * 1e3
+        print(f"startup list cost: {per:.2f} ms per new session (in process)")
         journal.close()
 
 

@@ -335,6 +335,53 @@ def test_the_hooks_default_is_the_settings():
     from claude_chats import config, hook
 
     assert hook.RECALL_HINTS_DEFAULT is config.SETTINGS["recall_hints"].default
+    assert hook.STARTUP_SESSIONS_DEFAULT == config.SETTINGS["startup_sessions"].default
+
+
+def startup_context_of(session, cwd="/work/proj", source="startup", **env):
+    """The additionalContext of a SessionStart(``source``) in ``cwd``, or None."""
+    import subprocess
+    import sys
+
+    data = json.dumps({"session_id": session, "transcript_path": f"/nowhere/{session}.jsonl", "cwd": cwd,
+                       "hook_event_name": "SessionStart", "source": source}).encode()
+    proc = subprocess.run([sys.executable, "-m", "claude_chats.hook"], input=data, capture_output=True, timeout=60,
+                          env=dict(os.environ, **env))
+    assert proc.returncode == 0 and proc.stderr == b""
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else None
+
+
+def test_a_new_session_is_told_the_projects_latest_sessions(tmp_path, monkeypatch):
+    """Issue 13 item 2: on startup the hook names the project's most recent sessions (a person's, not
+    subagents, not machine-made, not other projects'), newest first, with their first prompt."""
+    def record(session, prompt, day, cwd="/work/proj", **extra):
+        path = tmp_path / f"{session}.jsonl"
+        path.write_bytes(lines.encode(lines.user(prompt, session=session, cwd=cwd, ts=f"2026-11-{day:02d}T10:00:00Z",
+                                                 **extra),
+                                      lines.assistant(f"answered: {prompt}", session=session,
+                                                      ts=f"2026-11-{day:02d}T10:00:05Z")))
+        run_hook(path, session=session)
+
+    assert startup_context_of("sess-new") is None                  # an empty journal: nothing to say
+    for day, name in enumerate(["first", "second", "third", "fourth"], start=1):
+        record(f"sess-{name}", f"the {name} piece of the walrus migration", day)
+    record("sess-elsewhere", "another project's work", 9, cwd="/work/other")
+    record("sess-script", "a scripted run", 10, entrypoint="sdk-py")
+    context = startup_context_of("sess-new")
+    listed = [line.split("session_id ")[1].split(",")[0] for line in context.splitlines()[1:]]
+    assert listed == ["sess-fourth", "sess-third", "sess-second"]
+    assert "2026-11-04" in context and "2 messages: the fourth piece of the walrus migration" in context
+    assert "get_conversation" in context and len(context) < 1000
+    assert startup_context_of("sess-new", cwd="/work/nothing-here") is None
+    assert startup_context_of("sess-fourth").count("\n- ") == 3     # not itself: the three before it
+    assert startup_context_of("sess-new", CLAUDE_CHATS_STARTUP_SESSIONS="1").count("\n- ") == 1
+    assert startup_context_of("sess-new", CLAUDE_CHATS_STARTUP_SESSIONS="0") is None
+    assert startup_context_of("sess-new", source="clear") is None        # /clear asked for a clean slate
+    from claude_chats import config
+
+    config.write_values({"startup_sessions": "2"})
+    assert startup_context_of("sess-new").count("\n- ") == 2
+    assert not hook_errors()
 
 
 def test_a_slash_fork_background_session_is_followed_by_later_hooks(tmp_path):

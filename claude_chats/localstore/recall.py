@@ -6,7 +6,9 @@ session's earlier turns are recorded in full, under which session id and sequenc
 range, how to read them back, and gives an index of what was compacted, built
 from the journal without a model (the person's prompts one line each, files
 edited, error lines, the assistant's last words), within ``BUDGET`` characters.
-On "resume" the same pointer, without the index. None when there is nothing to say.
+On "resume" the same pointer, without the index. On "startup" (a new session),
+``startup_context`` names the project's most recent sessions (the ``startup_sessions``
+setting). None when there is nothing to say.
 
 ``recall_hints(conn, prompt, session_id)`` is a cheap full-text probe of a prompt
 against the other sessions (UserPromptSubmit): at most three one-line pointers,
@@ -46,6 +48,37 @@ def session_context(conn, session_id, source):
     if source == "resume":
         return resume_context(conn, session_id)
     return None
+
+
+STARTUP_PROMPT_CHARS = 100
+
+
+def startup_context(conn, session_id, project, count):
+    """A new session's pointer to the ``count`` most recent other sessions of ``project`` (a person's,
+    not subagents), newest first: date, name, id, size and the first prompt. None when there are none.
+
+    Measured before it was made a default (scripts/bench_hints.py --startup): a session's first
+    prompt continues one of the three it names about a quarter of the time, and those are most of
+    the continuations the recall hints miss; it costs once per session, not per turn."""
+    if not count or not project:
+        return None
+    rows = conn.execute(
+        f"SELECT s.id, {_SESSION_NAME}, coalesce(s.last_at, s.first_at), "
+        f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.copy = 0), "
+        f"(SELECT substr(content, 1, 400) FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+        f"AND m.kind = ? ORDER BY m.seq LIMIT 1) "
+        f"FROM sessions s WHERE s.project_path = ? AND s.parent_session_id IS NULL AND s.machine_made = 0 "
+        f"AND s.id != ? ORDER BY coalesce(s.last_at, s.first_at) DESC LIMIT ?",
+        (transcript.TEXT, project, session_id or "", count)).fetchall()
+    lines = [f"- {(when or '')[:10]} " + (f"\"{_line(name, 60)}\" " if name else "") +
+             f"session_id {sid}, {size} messages" + (f": {_line(first, STARTUP_PROMPT_CHARS)}" if first else "")
+             for sid, name, when, size, first in rows if size]
+    if not lines:
+        return None
+    return "\n".join([f"[claude-chats] The latest sessions of this project are recorded in full (read one with "
+                      f"get_conversation(session_id) or search them with search_memory(query, "
+                      f"project_path=\"current\") of the conversation-memory MCP server when the person picks "
+                      f"up earlier work):"] + lines)
 
 
 def compaction_context(conn, session_id):

@@ -6,6 +6,8 @@
   carries the hook's recovery context with the right session id and seq range
   (item 1); a ``get_conversation`` call the scripted model builds from that
   context returns a marker said before the compaction that the summary lacks.
+- A new session's first request carries the hook's list of the project's latest sessions
+  (item 2, ``startup_sessions``).
 - ``session_id="current"`` is the session Claude Code is on, also after
   ``/clear`` and with ``--continue``, where ``CLAUDE_CODE_SESSION_ID`` is stale
   (item 5).
@@ -108,6 +110,24 @@ def test_the_first_request_of_an_interactive_session_lists_the_memory_tools(prob
         ui.turn("hello from the first interactive turn")
     first = probed.api.messages_requests()[0]
     assert set(FULL) <= set(loaded_tools(first)), sorted(loaded_tools(first))
+
+
+def test_the_first_request_of_a_new_session_names_the_projects_latest_sessions(probed):
+    """Item 2: SessionStart(startup) answers with the project's most recent sessions (a person's: the
+    harness's machine-made flag is taken away), and Claude Code puts it into the first request."""
+    person = {"CLAUDE_CHATS_MACHINE_MADE": None}
+    with probed.interactive(**person) as ui:
+        ui.wait_idle()
+        earlier = ui.turn("the heron deployment checklist needs a rollback step")["payload"]["session_id"]
+    before = len(probed.api.messages_requests())
+    with probed.interactive(**person) as ui:
+        ui.wait_idle()
+        now = ui.turn("where were we?")["payload"]["session_id"]
+    assert now != earlier
+    first = json.dumps(probed.api.messages_requests()[before].body.get("messages"))
+    assert "[claude-chats] The latest sessions of this project are recorded in full" in first, first[:3000]
+    assert f"session_id {earlier}" in first and "the heron deployment checklist needs a rollback step" in first
+    assert f"session_id {now}" not in first
 
 
 # -- item 1: what Claude sees after a compaction and a resume --------------------------------
