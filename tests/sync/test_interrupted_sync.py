@@ -38,8 +38,10 @@ def test_an_interrupted_sync_keeps_its_vectors_and_is_recorded(stop, tmp_path, m
     write_history(folder)
     chats("import", str(folder))
     try:
+        # Ctrl-C as in a terminal: a suite started in the background (nohup, `&`) hands its children SIGINT
+        # ignored, and Python then never raises KeyboardInterrupt (the sync ran into its 30 s timeout)
         sync = subprocess.Popen(CHATS + ["sync"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert server.held.wait(60), "the sync never reached the silent request"
         sync.send_signal(stop)
         out, err = sync.communicate(timeout=60)
