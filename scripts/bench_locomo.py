@@ -13,7 +13,7 @@ the real ``Searcher`` over the journal (or, ``--store postgres``, pushed by
 the real sync into an embedded Postgres and searched there) in each mode.
 
 ``--changes none`` measures the product as it ships: sync's embedded text (the
-``embed_text`` setting's default, ``context``) and the search's full-text leg and
+``embed_text`` setting's default, ``lean``) and the search's full-text leg and
 fusion (any-word matching in hybrid, bm25-like in both stores; neighbours lending
 their full-text score; the semantic leg at half weight). ``--without`` turns
 parts of it off to measure what each brings: ``or`` (hybrid matches all the
