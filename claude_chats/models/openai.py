@@ -33,7 +33,10 @@ class OpenAIProvider(EmbeddingProvider):
         self.dimensions = dimensions or (DEFAULT_DIMENSIONS if self._send_dimensions
                                          else NATIVE_DIMENSIONS.get(self.model_id))
         if self.dimensions is None:
-            raise ProviderError(f"set CLAUDE_CHATS_DIMENSIONS for the OpenAI model {self.model_id!r}")
+            raise ProviderError(f"the OpenAI model {self.model_id!r} has no known dimensions: set dimensions "
+                                f"(CLAUDE_CHATS_DIMENSIONS) for it, or, if it is not an OpenAI model (one "
+                                f"`chats models setup` configured for llama), `chats config set model "
+                                f"{DEFAULT_MODEL}`")
         base_url = base_url or DEFAULT_URL
         if not api_key and base_url.rstrip("/") == DEFAULT_URL:
             raise ProviderUnavailable("the openai provider needs an API key: set OPENAI_API_KEY")

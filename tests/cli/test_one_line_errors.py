@@ -129,3 +129,18 @@ def test_claude_chats_home_at_a_file(tmp_path, below):
     for args in (["status"], ["config", "show"], ["search", "x"], ["import", str(a_file)]):
         message = one_error_line(chats(*args, env={"CLAUDE_CHATS_HOME": home}))
         assert "CLAUDE_CHATS_HOME" in message and str(a_file) in message
+
+
+def test_a_local_model_left_configured_for_openai_says_what_to_set(tmp_path):
+    """`chats install` configures a local GGUF by name; a person who then switches the provider to
+    openai keeps that name: the sync's error says it is not an OpenAI model and what to run."""
+    pytest.importorskip("openai")
+    write_transcript(tmp_path / "s.jsonl", "sess-1", "the tapir release notes")
+    assert chats("import", str(tmp_path)).exit_code == 0
+    for key, value in (("model", "all-MiniLM-L6-v2"), ("provider", "openai"), ("openai_api_key", "sk-test")):
+        assert chats("config", "set", key, value).exit_code == 0
+    result = chats("sync", "--json")
+    assert result.exit_code == 1
+    (error,) = json.loads(result.output)["errors"]
+    assert "'all-MiniLM-L6-v2' has no known dimensions" in error
+    assert "`chats config set model text-embedding-3-small`" in error
