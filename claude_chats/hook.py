@@ -134,28 +134,36 @@ def project_filter(conn):
     """A ``capture.ProjectFilter`` of the ``exclude_projects`` setting, or None, cheaply: from the
     environment; else, when the config file names the setting, from the journal's copy of what the
     file said the last time it looked as it looks now (parsing TOML costs the hook about 20 ms),
-    reading the file again only when it changed. A malformed value is a ``ConfigError``: nothing is
+    reading the file again only when it changed. With globs, the folders already judged come from
+    the journal too (see ``remember_verdicts``), for the environment's patterns as for the file's. A malformed value is a ``ConfigError``: nothing is
     stored until it is fixed, rather than stored when it should not be."""
-    from .capture import ProjectFilter
+    from .capture import GLOB, ProjectFilter
 
-    if os.environ.get(EXCLUDE_ENV, "").strip():
+    env = os.environ.get(EXCLUDE_ENV, "").strip()
+    if env:
         from . import config
 
-        return ProjectFilter(config.from_environment("exclude_projects")) or None
-    if not _config_names("exclude_projects"):
+        patterns = list(config.from_environment("exclude_projects"))
+        if not any(GLOB & set(p) for p in patterns):
+            return ProjectFilter(patterns) or None
+        stamp = ["env", env]   # globs: their verdicts are kept as for the file's
+    elif not _config_names("exclude_projects"):
         return None
+    else:
+        st = os.stat(paths.config_path())
+        stamp = [st.st_mtime_ns, st.st_size, st.st_ino]
     from .localstore import db
 
-    st = os.stat(paths.config_path())
-    stamp = [st.st_mtime_ns, st.st_size, st.st_ino]
     cached = db.get_state(conn, EXCLUDE_CACHE)
     cached = jsonl.loads(cached) if cached else None
     if cached and cached.get("stat") == stamp:
         patterns, known = cached["patterns"], cached.get("verdicts") or {}
     else:
-        from . import config
+        if not env:
+            from . import config
 
-        patterns, known = list(config.load(validate=False).exclude_projects), {}
+            patterns = list(config.load(validate=False).exclude_projects)
+        known = {}
         cached = {"stat": stamp, "patterns": patterns}
         db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps(cached))
     found = ProjectFilter(patterns, known)

@@ -288,7 +288,7 @@ def test_the_hook_reads_the_excluded_projects_from_the_environment_or_its_copy_o
     assert rows("sess-3") == []
 
 
-def test_a_glob_in_the_excluded_projects_costs_fnmatch_once_per_folder(tmp_path):
+def test_a_glob_in_the_excluded_projects_costs_fnmatch_once_per_folder(tmp_path, monkeypatch):
     """fnmatch imports re (about 3 ms of every turn): the hook keeps each folder's verdict beside
     the patterns, so only a folder it has not judged yet (or a changed config file) costs it."""
     import subprocess
@@ -320,6 +320,17 @@ def test_a_glob_in_the_excluded_projects_costs_fnmatch_once_per_folder(tmp_path)
     path.write_bytes(path.read_bytes() + lines.encode(lines.user("now excluded", cwd="/work/proj")))
     assert "fnmatch" in imports(path)
     assert [r[2] for r in rows()] == ["an ordinary project", "and a second turn"]
+    monkeypatch.setenv("CLAUDE_CHATS_EXCLUDE_PROJECTS", "/work/clients/*/secret")   # the environment's globs too
+    other = tmp_path / "sess-3.jsonl"
+    other.write_bytes(lines.encode(lines.user("a third project", session="sess-3", cwd="/work/third")))
+    assert "fnmatch" in imports(other, cwd="/work/third")
+    other.write_bytes(other.read_bytes() + lines.encode(lines.user("again", session="sess-3", cwd="/work/third")))
+    assert "fnmatch" not in imports(other, cwd="/work/third")
+    assert [r[2] for r in rows("sess-3")] == ["a third project", "again"]
+    secret.write_bytes(secret.read_bytes() + lines.encode(lines.user("more acme", session="sess-2",
+                                                                     cwd="/work/clients/acme/secret")))
+    imports(secret, cwd="/work/clients/acme/secret")
+    assert rows("sess-2") == [] and not hook_errors()
 
 
 def test_a_marked_prompt_gets_no_hint_and_keeps_its_turn_out(tmp_path):
