@@ -135,11 +135,14 @@ def project_filter(conn):
     environment; else, when the config file names the setting, from the journal's copy of what the
     file said the last time it looked as it looks now (parsing TOML costs the hook about 20 ms),
     reading the file again only when it changed. With globs, the folders already judged come from
-    the journal too (see ``remember_verdicts``), for the environment's patterns as for the file's. A malformed value is a ``ConfigError``: nothing is
-    stored until it is fixed, rather than stored when it should not be."""
+    the journal too (see ``remember_verdicts``), for the environment's patterns as for the file's.
+    A malformed value is a ``ConfigError``: nothing is stored until it is fixed, rather than stored
+    when it should not be."""
+    env = os.environ.get(EXCLUDE_ENV, "").strip()
+    if not env and not _config_names("exclude_projects"):
+        return None
     from .capture import GLOB, ProjectFilter
 
-    env = os.environ.get(EXCLUDE_ENV, "").strip()
     if env:
         from . import config
 
@@ -147,8 +150,6 @@ def project_filter(conn):
         if not any(GLOB & set(p) for p in patterns):
             return ProjectFilter(patterns) or None
         stamp = ["env", env]   # globs: their verdicts are kept as for the file's
-    elif not _config_names("exclude_projects"):
-        return None
     else:
         st = os.stat(paths.config_path())
         stamp = [st.st_mtime_ns, st.st_size, st.st_ino]
@@ -293,8 +294,8 @@ FINAL_ANSWER_EVENTS = ("Stop", "SubagentStop")
 def marked(payload):
     """``"skip"`` or ``"off"`` when a UserPromptSubmit's prompt has a marker (``capture``), else None."""
     prompt = payload.get("prompt")
-    if payload.get("hook_event_name") != "UserPromptSubmit" or not isinstance(prompt, str):
-        return None
+    if payload.get("hook_event_name") != "UserPromptSubmit" or not isinstance(prompt, str) or "#" not in prompt:
+        return None   # every marker has a '#': most prompts cost no import of capture
     from .capture import marker
 
     return marker(prompt)

@@ -17,7 +17,7 @@ the C scanner (``jsonl``) and regular expressions are compiled only when a
 line needs one, so plain lines cost neither ``json`` nor ``re``.
 """
 
-from . import capture, jsonl, rawlines
+from . import jsonl, rawlines
 
 # Record kinds. DEFAULT_KINDS are what search covers unless asked otherwise.
 TEXT = "text"                      # typed by the person, or the assistant's prose
@@ -284,7 +284,19 @@ _KEPT_OUT = {"project": "kept out: excluded project", "off": "kept out: #chats-o
 def _names_excluded_project(lines, exclude):
     """Whether a line of the chunk has an excluded ``cwd`` (then the whole file is kept out, from
     its first line: a summary or title line before it must not be stored either)."""
+    from . import capture
+
     return any(cwd is not None and exclude(cwd) for cwd in {capture.cwd_of(raw) for raw in lines if b'"cwd"' in raw})
+
+
+def _marker(text):
+    """``capture.marker(text)``; capture is imported only for a text with a ``#`` in it (every marker has
+    one, few prompts do): the hook's every turn does not pay for the module (about 0.15 ms)."""
+    if "#" not in text:
+        return None
+    from . import capture
+
+    return capture.marker(text)
 
 
 def _kept_out(ctx, obj, result, first):
@@ -294,14 +306,14 @@ def _kept_out(ctx, obj, result, first):
     too (it ends nothing: it is part of the turn)."""
     queued = _queued_prompt(obj)
     if queued is not None and not ctx.agent_id:
-        said = capture.marker(queued)
+        said = _marker(queued)
         if said is not None:
             ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
             return True
         return ctx.capture is not None
     prompt = next((r.text for r in result.records[first:] if r.role == "user" and r.kind == TEXT), None)
     if prompt is not None and not ctx.agent_id:
-        said = capture.marker(prompt)
+        said = _marker(prompt)
         if said is not None:
             ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
             return True

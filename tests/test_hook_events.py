@@ -333,6 +333,33 @@ def test_a_glob_in_the_excluded_projects_costs_fnmatch_once_per_folder(tmp_path,
     assert rows("sess-2") == [] and not hook_errors()
 
 
+def test_a_plain_turn_imports_neither_capture_nor_the_sync_lock(tmp_path):
+    """capture (markers, excluded projects) costs the hook about 0.15 ms to import: a turn imports it
+    only when a prompt has a '#' (every marker has one) or exclude_projects is set. The sync lock
+    (fcntl, about 0.2 ms) only when a background sync is due."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "sess-1.jsonl"
+
+    def modules(*prompts, event="Stop"):
+        with open(path, "ab") as fh:
+            fh.write(lines.encode(*[lines.user(p) for p in prompts]))
+        data = json.dumps({"session_id": "sess-1", "transcript_path": str(path), "hook_event_name": event,
+                           "cwd": "/work/proj", "prompt": prompts[-1]}).encode()
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "claude_chats.hook"], input=data,
+                              capture_output=True, timeout=60, cwd=tmp_path)
+        assert proc.returncode == 0
+        return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line}
+
+    plain = modules("a plain prompt about the quince parser")
+    assert "claude_chats.sync.background" in plain     # the background sync was considered ...
+    assert not {"claude_chats.capture", "claude_chats.sync.lock", "fcntl"} & plain   # ... cheaply
+    assert "claude_chats.capture" not in modules("another plain one", event="UserPromptSubmit")
+    assert "claude_chats.capture" in modules("the quince secret #chats-skip")
+    assert [r[2] for r in rows()] == ["a plain prompt about the quince parser", "another plain one"]
+
+
 def test_a_marked_prompt_gets_no_hint_and_keeps_its_turn_out(tmp_path):
     new = history(tmp_path)
     assert prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash #chats-skip") is None
