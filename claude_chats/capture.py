@@ -26,17 +26,22 @@ GLOB = frozenset("*?[")
 class ProjectFilter:
     """``filter(path)``: whether ``path`` is, or is below, one of the excluded project patterns."""
 
-    __slots__ = ("folders", "globs", "_seen")
+    __slots__ = ("folders", "globs", "_seen", "_known")
 
     def __init__(self, patterns, known=None):
         patterns = [p.rstrip("/") or "/" for p in patterns if p]
         self.folders = tuple(p for p in patterns if not GLOB & set(p))
         self.globs = tuple(p for p in patterns if GLOB & set(p))
         self._seen = dict(known or {})
+        self._known = len(self._seen)
 
     def verdicts(self):
         """Every path judged so far (with ``known``), and whether it is excluded."""
         return dict(self._seen)
+
+    def learned(self):
+        """Whether a glob judged a path ``known`` did not hold (worth keeping for the next run)."""
+        return bool(self.globs) and len(self._seen) > self._known
 
     def __bool__(self):
         return bool(self.folders or self.globs)

@@ -167,25 +167,20 @@ def project_filter(conn):
         known = {}
         cached = {"stat": stamp, "patterns": patterns}
         db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps(cached))
-    found = ProjectFilter(patterns, known)
-    _FILTER_STATE[:] = [cached, len(known)]
-    return found or None
-
-
-_FILTER_STATE = []   # the cached state project_filter read, and how many verdicts it held
+    return ProjectFilter(patterns, known) or None
 
 
 def remember_verdicts(conn, exclude):
     """Keep the paths ``exclude`` judged for the first time beside the patterns, so a glob costs
     ``fnmatch`` (and ``re``'s import, about 3 ms) once per project folder, not on every turn."""
-    if exclude is None or not _FILTER_STATE:
+    if exclude is None or not exclude.learned():
         return
-    cached, count = _FILTER_STATE
     verdicts = exclude.verdicts()
-    if len(verdicts) == count or len(verdicts) > MAX_VERDICTS:
+    if len(verdicts) > MAX_VERDICTS:
         return
     from .localstore import db
 
+    cached = jsonl.loads(db.get_state(conn, EXCLUDE_CACHE))   # written by project_filter in this run
     db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps(dict(cached, verdicts=verdicts)))
 
 
@@ -270,8 +265,7 @@ def respond(payload, conn):
 
         source = payload.get("source")
         if source == "startup":
-            count = startup_sessions()
-            context = recall.startup_context(conn, session, _text(payload, "cwd"), count) if count else None
+            context = recall.startup_context(conn, session, _text(payload, "cwd"), startup_sessions())
         else:
             context = recall.session_context(conn, session, source)
     elif event == "UserPromptSubmit" and isinstance(payload.get("prompt"), str) and not marked(payload) \
@@ -294,11 +288,11 @@ FINAL_ANSWER_EVENTS = ("Stop", "SubagentStop")
 def marked(payload):
     """``"skip"`` or ``"off"`` when a UserPromptSubmit's prompt has a marker (``capture``), else None."""
     prompt = payload.get("prompt")
-    if payload.get("hook_event_name") != "UserPromptSubmit" or not isinstance(prompt, str) or "#" not in prompt:
-        return None   # every marker has a '#': most prompts cost no import of capture
-    from .capture import marker
+    if payload.get("hook_event_name") != "UserPromptSubmit" or not isinstance(prompt, str):
+        return None
+    from .transcript import prompt_marker
 
-    return marker(prompt)
+    return prompt_marker(prompt)
 
 
 def _text(payload, key):

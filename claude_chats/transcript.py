@@ -289,7 +289,7 @@ def _names_excluded_project(lines, exclude):
     return any(cwd is not None and exclude(cwd) for cwd in {capture.cwd_of(raw) for raw in lines if b'"cwd"' in raw})
 
 
-def _marker(text):
+def prompt_marker(text):
     """``capture.marker(text)``; capture is imported only for a text with a ``#`` in it (every marker has
     one, few prompts do): the hook's every turn does not pay for the module (about 0.15 ms)."""
     if "#" not in text:
@@ -306,14 +306,14 @@ def _kept_out(ctx, obj, result, first):
     too (it ends nothing: it is part of the turn)."""
     queued = _queued_prompt(obj)
     if queued is not None and not ctx.agent_id:
-        said = _marker(queued)
+        said = prompt_marker(queued)
         if said is not None:
             ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
             return True
         return ctx.capture is not None
     prompt = next((r.text for r in result.records[first:] if r.role == "user" and r.kind == TEXT), None)
     if prompt is not None and not ctx.agent_id:
-        said = _marker(prompt)
+        said = prompt_marker(prompt)
         if said is not None:
             ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
             return True
