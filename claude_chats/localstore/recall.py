@@ -57,7 +57,7 @@ def startup_context(conn, session_id, project, count):
     """A new session's pointer to the ``count`` most recent other sessions of ``project`` (a person's,
     not subagents), newest first: date, name, id, size and the first prompt. None when there are none.
 
-    Measured before it was made a default (scripts/bench_hints.py --startup): a session's first
+    Measured before it was made a default (scripts/bench_hints.py): a session's first
     prompt continues one of the three it names about a quarter of the time, and those are most of
     the continuations the recall hints miss; it costs once per session, not per turn."""
     if not count or not project:
@@ -75,10 +75,10 @@ def startup_context(conn, session_id, project, count):
              for sid, name, when, size, first in rows if size]
     if not lines:
         return None
-    return "\n".join([f"[claude-chats] The latest sessions of this project are recorded in full (read one with "
-                      f"get_conversation(session_id) or search them with search_memory(query, "
-                      f"project_path=\"current\") of the conversation-memory MCP server when the person picks "
-                      f"up earlier work):"] + lines)
+    return "\n".join(["[claude-chats] The latest sessions of this project are recorded in full (read one with "
+                      "get_conversation(session_id) or search them with search_memory(query, "
+                      "project_path=\"current\") of the conversation-memory MCP server when the person picks "
+                      "up earlier work):"] + lines)
 
 
 def compaction_context(conn, session_id):
