@@ -127,7 +127,7 @@ def redact_packed(blob, clean):
     """``redact_line`` over a packed line: the same blob when nothing changed."""
     raw = unpack(blob)
     new = redact_line(raw, clean)
-    return pack(raw if new is raw else new)
+    return pack(blob) if new is raw else pack(new)   # unchanged: not compressed a second time
 
 
 # -- restore ---------------------------------------------------------------------------------
