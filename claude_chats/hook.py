@@ -237,7 +237,7 @@ def run(payload, conn, exclude=None):
     answer = payload.get("last_assistant_message")
     if answer and payload.get("hook_event_name") in FINAL_ANSWER_EVENTS:
         session = final_answer_session(payload)
-        if session:
+        if session and not (agent_path and transcript_path and writer.capture_of(conn, transcript_path)):
             writer.record_final_answer(conn, session, answer, stats, project_path=_text(payload, "cwd"),
                                        transcript_path=agent_path or transcript_path)
     if stats.messages:

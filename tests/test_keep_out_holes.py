@@ -109,3 +109,118 @@ def test_an_excluded_project_named_by_a_symlink_or_its_real_path_is_kept_out(tmp
     _event(path, "Stop", "sess-acme", cwd=str(recorded))   # the payload's own cwd, resolved too
     _fresh_import()
     _check(stored_bytes())
+
+
+# -- subagents ------------------------------------------------------------------------------
+
+
+def _agent_turn(path, agent, prompt, asked, answered, lag=False):
+    """A turn whose model runs (or resumes) the subagent ``a1`` in ``agent``: UserPromptSubmit, the
+    prompt and the Agent call, the subagent's run and its SubagentStop (``lag``: before the run's
+    lines are on disk), the hand-back, Stop."""
+    session, n = "sess-r", next(_clock)
+    _event(path, "UserPromptSubmit", session, prompt=prompt)
+    append(path, lines.user(prompt, session=session, ts=_ts()),
+           lines.assistant([{"type": "tool_use", "id": f"toolu_{n}", "name": "Agent",
+                             "input": {"description": "count", "prompt": asked}}], session=session, ts=_ts()))
+    run = (lines.user(asked, session=session, isSidechain=True, agentId="a1", ts=_ts()),
+           lines.assistant(answered, session=session, isSidechain=True, agentId="a1", ts=_ts()))
+    if not lag:
+        append(agent, *run)
+    _event(path, "SubagentStop", session, agent_id="a1", agent_transcript_path=agent,
+           last_assistant_message=f"finally: {answered}")
+    if lag:
+        append(agent, *run)
+    append(path, lines.user([{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": answered}],
+                            session=session, ts=_ts()),
+           lines.assistant(f"the subagent said {answered}", session=session, ts=_ts()))
+    _event(path, "Stop", session, last_assistant_message=f"the subagent said {answered}")
+
+
+@pytest.mark.parametrize("lag", [False, True], ids=["written", "lagging"])
+def test_a_subagent_resumed_in_a_skipped_turn_is_kept_out_with_its_final_answer(tmp_path, lag):
+    path = os.path.join(folder(PROJECT), "sess-r.jsonl")
+    agent = os.path.join(path[:-len(".jsonl")], "subagents", "agent-a1.jsonl")
+    os.makedirs(os.path.dirname(agent))
+    _agent_turn(path, agent, "count the apples", f"{PUBLIC} count apples", f"{PUBLIC} apples: 4")
+    _agent_turn(path, agent, f"#chats-skip ask it about {SECRET}", f"resume: {SECRET}", f"{SECRET} is 9931", lag)
+    _agent_turn(path, agent, "and the pears", f"{PUBLIC} resume: pears", f"{PUBLIC} pears: 7")
+    expected = [f"{PUBLIC} count apples", f"{PUBLIC} apples: 4", f"finally: {PUBLIC} apples: 4",
+                f"{PUBLIC} resume: pears", f"{PUBLIC} pears: 7", f"finally: {PUBLIC} pears: 7"]
+    _check(stored_bytes())
+    assert _texts("sess-r:agent-a1") == expected
+    _fresh_import()
+    _check(stored_bytes())
+    assert _texts("sess-r:agent-a1") == [t for t in expected if not t.startswith("finally")]
+
+
+def test_the_older_layout_of_subagents_is_kept_out_by_chats_off(tmp_path):
+    """Up to 2.0, ``agent-<id>.jsonl`` lay beside the sessions, linked by the ``sessionId`` of their
+    lines: one read before the #chats-off and resumed after it, and one begun after it."""
+    where = folder(PROJECT)
+    path, first, later = (os.path.join(where, name) for name in ("sess-old.jsonl", "agent-b1.jsonl", "agent-b2.jsonl"))
+
+    def agent_lines(agent, asked, answered):
+        append(agent, lines.user(asked, session="sess-old", isSidechain=True, agentId=agent[-8:-6], ts=_ts()),
+               lines.assistant(answered, session="sess-old", isSidechain=True, agentId=agent[-8:-6], ts=_ts()))
+
+    _event(path, "UserPromptSubmit", "sess-old", prompt=f"{PUBLIC} research")
+    append(path, lines.user(f"{PUBLIC} research", session="sess-old", ts=_ts()))
+    agent_lines(first, f"{PUBLIC} look it up", f"{PUBLIC} found")
+    _event(path, "Stop", "sess-old")
+    _event(path, "UserPromptSubmit", "sess-old", prompt=f"#chats-off the {SECRET} merger")
+    append(path, lines.user(f"#chats-off the {SECRET} merger", session="sess-old", ts=_ts()))
+    agent_lines(first, f"now {SECRET}", f"{SECRET} found")
+    agent_lines(later, f"and {SECRET} again", f"{SECRET} found again")
+    _event(path, "Stop", "sess-old")
+    _check(stored_bytes())
+    assert _texts("sess-old:agent-b1") == [f"{PUBLIC} look it up", f"{PUBLIC} found"]
+    _fresh_import()   # agent-*.jsonl sorts before sess-old.jsonl: the session is read first all the same
+    _check(stored_bytes())
+    assert _texts("sess-old:agent-b1") == [f"{PUBLIC} look it up", f"{PUBLIC} found"]
+
+
+# -- markers the transcript holds in other forms ----------------------------------------------
+
+
+def _command(shape, args):
+    """A slash command with ``args`` as 2.1.x writes it: a user line, or a system/local_command one."""
+    body = (f"<command-name>/review</command-name>\n            <command-message>review</command-message>\n"
+            f"            <command-args>{args}</command-args>")
+    if shape == "user":
+        return lines.user(body, ts=_ts())
+    return {"type": "system", "subtype": "local_command", "content": body, "level": "info", "isMeta": False,
+            "uuid": f"local-{next(_clock)}", "sessionId": "sess-1", "cwd": PROJECT, "timestamp": _ts()}
+
+
+@pytest.mark.parametrize("shape", ["user", "system"])
+def test_a_marker_in_a_slash_commands_arguments_holds_without_the_live_hook(tmp_path, shape):
+    """The hook of a fork's copy, and ``chats import``, never saw the UserPromptSubmit."""
+    path = os.path.join(folder(PROJECT), "sess-1.jsonl")
+    append(path, lines.user(f"{PUBLIC} first", ts=_ts()), lines.assistant(f"{PUBLIC} answered", ts=_ts()),
+           _command(shape, f"the {SECRET} diff #chats-skip"),
+           lines.user(f"Review the {SECRET} diff #chats-skip", isMeta=True, ts=_ts()),
+           {"type": "custom-title", "customTitle": f"{SECRET} review", "sessionId": "sess-1"},
+           lines.assistant(f"{SECRET} reviewed", ts=_ts()),
+           lines.user("the next question", ts=_ts()), lines.assistant("the next answer", ts=_ts()))
+    _event(path, "Stop", "sess-1")
+    _check(stored_bytes())
+    assert _texts("sess-1") == [f"{PUBLIC} first", f"{PUBLIC} answered", "the next question", "the next answer"]
+    _fresh_import()
+    _check(stored_bytes())
+
+
+def test_a_bash_mode_command_with_a_marker_is_kept_out_live_and_at_import(tmp_path):
+    """``! cat .env #chats-skip``: Claude Code writes ``<bash-input>`` and ``<bash-stdout>`` lines and
+    runs no model turn; the next prompt's hooks read them."""
+    path = os.path.join(folder(PROJECT), "sess-b.jsonl")
+    _plain_turn(path, "sess-b", f"{PUBLIC} first", f"{PUBLIC} answered")
+    append(path, lines.user("<bash-input>cat .env #chats-skip</bash-input>", session="sess-b", ts=_ts()),
+           lines.user(f"<bash-stdout>API_KEY={SECRET}</bash-stdout><bash-stderr></bash-stderr>", session="sess-b",
+                      ts=_ts()))
+    _plain_turn(path, "sess-b", "the next question", "the next answer")
+    _check(stored_bytes())
+    assert _texts("sess-b") == [f"{PUBLIC} first", f"{PUBLIC} answered", "the next question", "the next answer"]
+    _fresh_import()
+    _check(stored_bytes())
+    assert _texts("sess-b") == [f"{PUBLIC} first", f"{PUBLIC} answered", "the next question", "the next answer"]
