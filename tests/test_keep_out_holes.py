@@ -224,3 +224,30 @@ def test_a_bash_mode_command_with_a_marker_is_kept_out_live_and_at_import(tmp_pa
     _fresh_import()
     _check(stored_bytes())
     assert _texts("sess-b") == [f"{PUBLIC} first", f"{PUBLIC} answered", "the next question", "the next answer"]
+
+
+def test_a_session_of_many_skipped_turns_keeps_its_subagents_out_with_bounded_state(tmp_path):
+    """300 turns skipped one in two: the journal keeps at most MAX_KEPT_TURNS spans (the oldest merged,
+    so what lay between them is kept out too, never let in), and the subagent run of the first
+    skipped turn and of the last are kept out; the last public turn's run is stored."""
+    from claude_chats.localstore.writer import KEPT_TURNS, MAX_KEPT_TURNS
+
+    path = os.path.join(folder(PROJECT), "sess-m.jsonl")
+    agent = os.path.join(path[:-len(".jsonl")], "subagents", "agent-a1.jsonl")
+    os.makedirs(os.path.dirname(agent))
+    for turn in range(600):
+        skipped = turn % 2 == 0
+        prompt = f"#chats-skip turn {turn}" if skipped else f"turn {turn}"
+        append(path, lines.user(prompt, session="sess-m", ts=_ts()), lines.assistant("ok", session="sess-m", ts=_ts()))
+        if turn in (0, 598, 599):
+            said = f"{SECRET} run {turn}" if skipped else f"{PUBLIC} run {turn}"
+            append(agent, lines.user(said, session="sess-m", isSidechain=True, agentId="a1", ts=_ts()))
+    _cli("import")
+    _check(stored_bytes())
+    assert _texts("sess-m:agent-a1") == [f"{PUBLIC} run 599"]
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        (value,), = conn.execute("SELECT value FROM state WHERE key = ?", (KEPT_TURNS + path,)).fetchall()
+    finally:
+        conn.close()
+    assert len(json.loads(value)) == MAX_KEPT_TURNS
