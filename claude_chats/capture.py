@@ -76,8 +76,9 @@ MAX_RESOLVED = 4096   # a longer path (no real folder is) is compared as given o
 
 
 def _real(path):
-    """``os.path.realpath(path)``; ``path`` itself when it cannot be resolved (a NUL, too long)."""
-    if len(path) > MAX_RESOLVED or "\x00" in path:
+    """``os.path.realpath(path)``; ``path`` itself when it cannot be resolved (a NUL, too long) or is
+    not absolute (resolved against the hook's own folder, it would mean another folder)."""
+    if len(path) > MAX_RESOLVED or "\x00" in path or not os.path.isabs(path):
         return path
     try:
         return os.path.realpath(path).rstrip("/") or "/"
