@@ -56,12 +56,13 @@ def _texts(session):
     return [m["content"] for m in json.loads(_cli("show", session, "--json"))["messages"]]
 
 
-def _fresh_import():
-    """The journal gone (the settings kept), ``chats import`` of every transcript (a subprocess)."""
+def _fresh_import(*files):
+    """The journal gone (the settings kept), ``chats import`` of ``files`` or of every transcript (a
+    subprocess)."""
     for name in os.listdir(paths.data_dir()):
         if name.startswith("journal.db"):
             os.remove(os.path.join(paths.data_dir(), name))
-    _cli("import")
+    _cli("import", *files)
 
 
 def _check(data, public=True):
@@ -152,6 +153,9 @@ def test_a_subagent_resumed_in_a_skipped_turn_is_kept_out_with_its_final_answer(
     _fresh_import()
     _check(stored_bytes())
     assert _texts("sess-r:agent-a1") == [t for t in expected if not t.startswith("finally")]
+    _fresh_import(agent)   # the subagent's file alone: its session's is read first
+    _check(stored_bytes())
+    assert _texts("sess-r:agent-a1") == [t for t in expected if not t.startswith("finally")]
 
 
 def test_the_older_layout_of_subagents_is_kept_out_by_chats_off(tmp_path):
@@ -176,6 +180,9 @@ def test_the_older_layout_of_subagents_is_kept_out_by_chats_off(tmp_path):
     _check(stored_bytes())
     assert _texts("sess-old:agent-b1") == [f"{PUBLIC} look it up", f"{PUBLIC} found"]
     _fresh_import()   # agent-*.jsonl sorts before sess-old.jsonl: the session is read first all the same
+    _check(stored_bytes())
+    assert _texts("sess-old:agent-b1") == [f"{PUBLIC} look it up", f"{PUBLIC} found"]
+    _fresh_import(first)   # the subagent's file alone: its session's (its lines name it) is read first
     _check(stored_bytes())
     assert _texts("sess-old:agent-b1") == [f"{PUBLIC} look it up", f"{PUBLIC} found"]
 

@@ -76,6 +76,8 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
     cursor = _cursor(conn, path)
     if cursor and cursor[1] == st.st_dev and cursor[2] == st.st_ino and cursor[3] == st.st_size:
         return stats  # nothing new: no write transaction at all
+    if cursor is None and os.path.basename(path).startswith("agent-"):
+        _session_first(conn, path, stats, machine)
     stats.files += 1
     machine = machine or machine_name()
     with open(path, "rb") as fh:
@@ -84,6 +86,18 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
             if done:
                 break
     return stats
+
+
+def _session_first(conn, path, stats, machine):
+    """A subagent's file read before its session's (``chats import`` of it alone): the session's is
+    read first, so what it keeps out (its markers, its project) holds for the subagent too."""
+    parent = parent_transcript(path)
+    if parent is None:
+        with open(path, "rb") as fh:
+            parent = parent_transcript(path, fh.read(1 << 16))
+    if parent is not None and not os.path.basename(parent).startswith("agent-") and os.path.isfile(parent) \
+            and _cursor(conn, parent) is None:
+        ingest_file(conn, parent, stats, machine)
 
 
 def _cursor(conn, path):
