@@ -134,22 +134,20 @@ def project_filter(conn):
     """A ``capture.ProjectFilter`` of the ``exclude_projects`` setting, or None, cheaply: from the
     environment; else, when the config file names the setting, from the journal's copy of what the
     file said the last time it looked as it looks now (parsing TOML costs the hook about 20 ms),
-    reading the file again only when it changed. With globs, the folders already judged come from
-    the journal too (see ``remember_verdicts``), for the environment's patterns as for the file's.
+    reading the file again only when it changed. The folders already judged come from the journal
+    too (see ``remember_verdicts``), for the environment's patterns as for the file's.
     A malformed value is a ``ConfigError``: nothing is stored until it is fixed, rather than stored
     when it should not be."""
     env = os.environ.get(EXCLUDE_ENV, "").strip()
     if not env and not _config_names("exclude_projects"):
         return None
-    from .capture import GLOB, ProjectFilter
+    from .capture import ProjectFilter
 
     if env:
         from . import config
 
         patterns = list(config.from_environment("exclude_projects"))
-        if not any(GLOB & set(p) for p in patterns):
-            return ProjectFilter(patterns) or None
-        stamp = ["env", env]   # globs: their verdicts are kept as for the file's
+        stamp = ["env", env]   # the folders' verdicts are kept as for the file's
     else:
         st = os.stat(paths.config_path())
         stamp = [st.st_mtime_ns, st.st_size, st.st_ino]
@@ -171,8 +169,9 @@ def project_filter(conn):
 
 
 def remember_verdicts(conn, exclude):
-    """Keep the paths ``exclude`` judged for the first time beside the patterns, so a glob costs
-    ``fnmatch`` (and ``re``'s import, about 3 ms) once per project folder, not on every turn."""
+    """Keep the paths ``exclude`` judged for the first time beside the patterns, so resolving a folder
+    (a ``stat`` per folder of it) and a glob (``fnmatch``, and ``re``'s import, about 3 ms) cost once
+    per project folder, not on every turn."""
     if exclude is None or not exclude.learned():
         return
     verdicts = exclude.verdicts()
@@ -184,7 +183,7 @@ def remember_verdicts(conn, exclude):
     db.set_state(conn, EXCLUDE_CACHE, jsonl.dumps(dict(cached, verdicts=verdicts)))
 
 
-MAX_VERDICTS = 500   # project folders remembered; past it, a new folder costs fnmatch each turn
+MAX_VERDICTS = 500   # project folders remembered; past it, a new folder costs its stats (and fnmatch) each turn
 
 
 def kept_out(payload, exclude):
@@ -238,7 +237,7 @@ def run(payload, conn, exclude=None):
     answer = payload.get("last_assistant_message")
     if answer and payload.get("hook_event_name") in FINAL_ANSWER_EVENTS:
         session = final_answer_session(payload)
-        if session:
+        if session and not (agent_path and transcript_path and writer.capture_of(conn, transcript_path)):
             writer.record_final_answer(conn, session, answer, stats, project_path=_text(payload, "cwd"),
                                        transcript_path=agent_path or transcript_path)
     if stats.messages:

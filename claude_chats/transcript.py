@@ -142,16 +142,21 @@ class FileContext:
     is carried across calls too.
 
     ``capture`` (carried across calls): None records the lines; ``"project"`` keeps the whole
-    file out, ``"off"`` the rest of it, ``"skip"`` the lines up to the next prompt (``capture``).
-    ``exclude``: a ``capture.ProjectFilter`` of the excluded projects, or None.
+    file out, ``"off"`` the rest of it, ``"skip"`` the lines up to the next prompt (``capture``);
+    in a subagent's file, ``"skip"``: the lines of a run (from the prompt its parent gave it) that
+    started in one of ``kept_turns``, the parent's turns kept out (``[start, end]`` timestamps,
+    ``end`` None while it lasts). ``exclude``: a ``capture.ProjectFilter`` of the excluded
+    projects, or None.
     """
 
-    __slots__ = ("fallback_session_id", "agent_id", "warmup", "keep_raw", "last_uuid", "capture", "exclude")
+    __slots__ = ("fallback_session_id", "agent_id", "warmup", "keep_raw", "last_uuid", "capture", "exclude",
+                 "kept_turns")
 
     def __init__(self, fallback_session_id=None, agent_id=None, warmup=None, keep_raw=True, last_uuid=None,
-                 capture=None, exclude=None):
+                 capture=None, exclude=None, kept_turns=None):
         self.fallback_session_id, self.agent_id, self.warmup = fallback_session_id, agent_id, warmup
         self.keep_raw, self.last_uuid, self.capture, self.exclude = keep_raw, last_uuid, capture, exclude
+        self.kept_turns = kept_turns
 
     @classmethod
     def for_path(cls, path):
@@ -166,12 +171,14 @@ class FileContext:
 
 class ParseResult:
     """``raw``: the lines kept for restore, ``(session_id, key, parent, line bytes or None for a
-    link, timestamp)`` in file order (``rawlines``)."""
+    link, timestamp)`` in file order (``rawlines``). ``turns``: where keeping out began (``("open",
+    timestamp)``, at each marker) and where a ``#chats-skip`` ended (``("close", timestamp)``), in
+    order: what the session's subagents are kept out by (``FileContext.kept_turns``)."""
 
-    __slots__ = ("records", "titles", "skipped", "consumed", "lines", "raw")
+    __slots__ = ("records", "titles", "skipped", "consumed", "lines", "raw", "turns")
 
     def __init__(self):
-        self.records, self.titles, self.skipped, self.raw = [], [], {}, []
+        self.records, self.titles, self.skipped, self.raw, self.turns = [], [], {}, [], []
         self.consumed = 0
         self.lines = 0
 
@@ -303,24 +310,65 @@ def _kept_out(ctx, obj, result, first):
     """Whether the line ``obj`` (its records start at ``first``) is kept out, moving ``ctx.capture``
     on: a prompt with a marker starts keeping out, the next prompt without one ends a ``#chats-skip``.
     A prompt typed while Claude works arrives as ``attachment/queued_command``: its marker counts
-    too (it ends nothing: it is part of the turn)."""
+    too (it ends nothing: it is part of the turn); so does one in a slash command's arguments or a
+    bash-mode (``!``) command (they end nothing either: the model's own Skill calls write such
+    lines within a turn). In a subagent's file, its parent's prompts decide (``_kept_run``)."""
+    if ctx.agent_id:
+        return _kept_run(ctx, obj, result, first)
     queued = _queued_prompt(obj)
-    if queued is not None and not ctx.agent_id:
-        said = prompt_marker(queued)
-        if said is not None:
-            ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
-            return True
-        return ctx.capture is not None
+    if queued is not None:
+        return _marked(ctx, obj, result, prompt_marker(queued)) or ctx.capture is not None
     prompt = next((r.text for r in result.records[first:] if r.role == "user" and r.kind == TEXT), None)
-    if prompt is not None and not ctx.agent_id:
-        said = prompt_marker(prompt)
-        if said is not None:
-            ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
-            return True
-        if ctx.capture == "skip":
-            ctx.capture = None
-            return False
+    if prompt is None:
+        return _marked(ctx, obj, result, _typed_marker(result.records[first:])) or ctx.capture is not None
+    if _marked(ctx, obj, result, prompt_marker(prompt)):
+        return True
+    if ctx.capture == "skip":
+        ctx.capture = None
+        result.turns.append(("close", _str(obj.get("timestamp"))))
+        return False
     return ctx.capture is not None
+
+
+def _marked(ctx, obj, result, said):
+    """Start keeping out when ``said`` (a marker's ``"skip"`` or ``"off"``); whether it did."""
+    if said is None:
+        return False
+    ctx.capture = "off" if said == "off" or ctx.capture == "off" else said
+    result.turns.append(("open", _str(obj.get("timestamp"))))
+    return True
+
+
+def _kept_run(ctx, obj, result, first):
+    """A subagent's line: a prompt its parent gave it (a run's start, or a resume) is kept out, with
+    the run it starts, when it was written within one of the parent's ``kept_turns``."""
+    if ctx.kept_turns and any(r.role == "user" and r.kind == TEXT for r in result.records[first:]):
+        stamp = _str(obj.get("timestamp"))
+        if stamp is not None:
+            inside = any((start is None or start <= stamp) and (end is None or stamp < end)
+                         for start, end in ctx.kept_turns)
+            if inside or ctx.capture == "skip":
+                ctx.capture = "skip" if inside else None
+    return ctx.capture is not None
+
+
+_TYPED = (("<command-args>", "</command-args>"), ("<bash-input>", "</bash-input>"))
+
+
+def _typed_marker(records):
+    """The marker in what the person typed as a slash command's arguments or a bash-mode command
+    (``<command-args>`` / ``<bash-input>``, not their output), or None."""
+    for record in records:
+        if record.kind != COMMAND or "#" not in record.text:
+            continue
+        for start, end in _TYPED:
+            at = record.text.find(start)
+            if at >= 0:
+                stop = record.text.find(end, at)
+                said = prompt_marker(record.text[at + len(start):stop if stop >= 0 else None])
+                if said is not None:
+                    return said
+    return None
 
 
 def _queued_prompt(obj):

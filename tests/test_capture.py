@@ -36,3 +36,16 @@ def test_the_cwd_of_a_line_is_read_without_decoding_it():
     assert cwd_of(b'{"type":"user","cwd":"/work/proj","x":1}') == "/work/proj"
     assert cwd_of(b'{"type": "user", "cwd": "/w/\\u00fc"}') == "/w/\u00fc"
     assert cwd_of(b'{"type":"mode"}') is None
+
+
+def test_a_path_is_also_compared_resolved_but_never_a_hostile_one(tmp_path, monkeypatch):
+    """Issue 21: the resolved forms (realpath) count too; a NUL, a path over 4,096 characters or a
+    relative one (it would resolve against the hook's own folder) is compared as given, without error."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.chdir(real)
+    patterns = ProjectFilter([str(tmp_path / "link")])
+    assert patterns(str(real / "api")) and not patterns(str(tmp_path / "realm"))
+    assert not patterns("api") and not patterns("/x/\x00")
+    assert not patterns("/" + "x" * 5000)

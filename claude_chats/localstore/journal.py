@@ -188,7 +188,8 @@ def printable(text):
 
 
 def discover(roots):
-    """Every ``.jsonl`` transcript under ``roots`` (files or folders), sorted."""
+    """Every ``.jsonl`` transcript under ``roots`` (files or folders), sorted, subagents' last: a
+    session's (what it kept out) is read before theirs, in either layout."""
     found = []
     for root in roots:
         root = os.path.abspath(os.path.expanduser(root))
@@ -197,4 +198,4 @@ def discover(roots):
             continue
         for folder, _dirs, names in os.walk(root):
             found.extend(os.path.join(folder, n) for n in names if n.endswith(".jsonl"))
-    return sorted(set(found))
+    return sorted(set(found), key=lambda path: (os.path.basename(path).startswith("agent-"), path))

@@ -16,7 +16,7 @@ import time
 
 from .. import jsonl, rawlines, transcript
 from ..times import now_iso
-from .db import Immediate
+from .db import Immediate, get_state, set_state
 
 CHUNK_BYTES = 8 << 20   # import reads big files in pieces so the write lock is held briefly
 
@@ -76,6 +76,8 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
     cursor = _cursor(conn, path)
     if cursor and cursor[1] == st.st_dev and cursor[2] == st.st_ino and cursor[3] == st.st_size:
         return stats  # nothing new: no write transaction at all
+    if cursor is None and os.path.basename(path).startswith("agent-"):
+        _session_first(conn, path, stats, machine)
     stats.files += 1
     machine = machine or machine_name()
     with open(path, "rb") as fh:
@@ -84,6 +86,18 @@ def ingest_file(conn, path, stats=None, machine=None, chunk_bytes=CHUNK_BYTES):
             if done:
                 break
     return stats
+
+
+def _session_first(conn, path, stats, machine):
+    """A subagent's file read before its session's (``chats import`` of it alone): the session's is
+    read first, so what it keeps out (its markers, its project) holds for the subagent too."""
+    parent = parent_transcript(path)
+    if parent is None:
+        with open(path, "rb") as fh:
+            parent = parent_transcript(path, fh.read(1 << 16))
+    if parent is not None and not os.path.basename(parent).startswith("agent-") and os.path.isfile(parent) \
+            and _cursor(conn, parent) is None:
+        ingest_file(conn, parent, stats, machine)
 
 
 def _cursor(conn, path):
@@ -129,9 +143,13 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         ctx.warmup = None if warmup is None else bool(warmup)
         ctx.last_uuid = cursor[6] if same_file and offset else None
         # what is kept out stays out, whatever becomes of the file (re-read, replaced by a restore)
-        ctx.capture = cursor[7] if cursor is not None else _inherited_capture(conn, path, ctx)
+        parent = parent_transcript(path, data) if ctx.agent_id else None
+        ctx.kept_turns = kept_turns(conn, parent) if parent is not None else None
+        ctx.capture = cursor[7] if cursor is not None else _inherited_capture(conn, parent, ctx.kept_turns)
         ctx.exclude = stats.exclude
         result = transcript.parse_lines(data, ctx)
+        if result.turns:
+            _note_turns(conn, path, result.turns)
         if ctx.agent_id and ctx.fallback_session_id and result.records:
             _subagent_title(path, ctx, result)
         stats.bytes += result.consumed
@@ -152,22 +170,60 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         return result.consumed == 0 or offset + result.consumed >= st.st_size
 
 
-def _inherited_capture(conn, path, ctx):
+def _inherited_capture(conn, parent, turns):
     """A subagent's transcript, read for the first time, is kept out whole when its session's lines
-    are being kept out (an excluded project, a #chats-off session, a #chats-skip turn)."""
-    parent = parent_transcript(path) if ctx.agent_id else None
+    are being kept out: an excluded project; a #chats-off session, a #chats-skip turn when the
+    session's ``kept_turns`` do not say which of its runs are (a journal older than them)."""
     if parent is None:
         return None
     rows = conn.execute("SELECT capture FROM transcripts WHERE path = ?", (parent,)).fetchall()
-    return "project" if rows and rows[0][0] is not None else None
+    state = rows[0][0] if rows else None
+    return "project" if state == "project" or (state is not None and not turns) else None
 
 
-def parent_transcript(path):
-    """``<dir>/<session>.jsonl`` of a 2.1+ subagent's ``<dir>/<session>/subagents/agent-<id>.jsonl``, or None."""
+def parent_transcript(path, data=b""):
+    """The session transcript of a subagent's: ``<dir>/<session>.jsonl`` of 2.1+'s
+    ``<dir>/<session>/subagents/agent-<id>.jsonl``; of an older ``<dir>/agent-<id>.jsonl`` beside the
+    sessions, the ``sessionId`` its lines (``data``) name; None when there is none."""
     folder = os.path.dirname(path)
-    if os.path.basename(folder) != "subagents":
+    if os.path.basename(folder) == "subagents":
+        return os.path.dirname(folder) + ".jsonl"
+    at = data.find(b'"sessionId":')
+    if at < 0:
         return None
-    return os.path.dirname(folder) + ".jsonl"
+    start = data.find(b'"', at + 12)
+    end = data.find(b'"', start + 1) if 0 <= start < at + 64 else -1
+    session = data[start + 1:end].decode("utf-8", "replace") if 0 < end - start <= 200 else ""
+    if not session.strip(".") or any(c in session for c in '/\\\x00\n'):
+        return None
+    return os.path.join(folder, session + ".jsonl")
+
+
+KEPT_TURNS = "kept_turns:"   # journal state, + a session transcript's path: its turns kept out (JSON)
+MAX_KEPT_TURNS = 200          # past it, the oldest two are kept as one (what was between them too)
+
+
+def kept_turns(conn, path):
+    """``[[start, end], ...]``: the timestamps of the turns of the session transcript at ``path``
+    kept out by a marker (``end`` None: still kept out), for its subagents' lines."""
+    value = get_state(conn, KEPT_TURNS + path)
+    return jsonl.loads(value) if value else []
+
+
+def _note_turns(conn, path, events):
+    """Add the parser's ``ParseResult.turns`` to the ``kept_turns`` of ``path``."""
+    spans = kept_turns(conn, path)
+    for event, stamp in events:
+        if event == "open" and spans and spans[-1][1] is None:   # the marked prompt of a turn the hook
+            if stamp is not None and spans[-1][0] is not None:   # began keeping out: whichever is first
+                spans[-1][0] = min(spans[-1][0], stamp)
+        elif event == "open":
+            spans.append([stamp, None])
+        elif event == "close" and spans and spans[-1][1] is None and stamp is not None:
+            spans[-1][1] = stamp
+    while len(spans) > MAX_KEPT_TURNS:
+        spans[0:2] = [[spans[0][0], spans[1][1]]]
+    set_state(conn, KEPT_TURNS + path, jsonl.dumps(spans))
 
 
 def capture_of(conn, path):
@@ -186,6 +242,7 @@ def keep_out(conn, path, state):
                      (path, now_iso()))
         conn.execute("UPDATE transcripts SET capture = ? WHERE path = ? AND (capture IS NULL OR "
                      "(capture = 'skip' AND ? = 'off'))", (state, path, state))
+        _note_turns(conn, path, [("open", now_iso())])   # its subagents' lines from now on too
 
 
 def _subagent_title(path, ctx, result):
