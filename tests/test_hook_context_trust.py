@@ -154,6 +154,33 @@ def test_only_a_turn_with_something_to_say_pays_for_redaction(tmp_path):
     assert {"re", "claude_chats.redact"} <= modules("SessionStart", source="startup")
 
 
+def shown_tokens(secret):
+    """The pieces of ``secret`` that would give it away if shown: its whitespace-free runs of 12+ characters."""
+    return [token for token in secret.split() if len(token) >= 12]
+
+
+def test_no_secret_of_the_redaction_corpus_reaches_the_startup_list(monkeypatch):
+    """Every labelled secret of the corpus the redaction tests use, as a session's first prompt: none of it is
+    shown (the list is the MCP results' redaction, ten sessions a run); with redaction off most of them are."""
+    from tests.support.redaction_corpus import SECRETS
+
+    monkeypatch.setenv("CLAUDE_CHATS_STARTUP_SESSIONS", "10")
+    shown = 0
+    for start in range(0, len(SECRETS), 10):
+        batch = SECRETS[start:start + 10]
+        for n, sample in enumerate(batch):
+            store_session(f"sess-{sample.name}", [sample.text, "ok"],
+                          last_at=f"2026-11-{1 + start // 10:02d}T10:{n:02d}:00Z")
+        context = startup().replace('\\"', '"').replace("\\\\", "\\")
+        assert [s.name for s in batch if f"sess-{s.name}" not in context] == []
+        assert [s.name for s in batch if any(t in context for t in shown_tokens(s.secret))] == []
+        monkeypatch.setenv("CLAUDE_CHATS_REDACT", "off")
+        clear = startup().replace('\\"', '"').replace("\\\\", "\\")
+        shown += sum(1 for s in batch if any(t in clear for t in shown_tokens(s.secret)))
+        monkeypatch.delenv("CLAUDE_CHATS_REDACT")
+    assert shown >= len(SECRETS) // 2   # the test would see them
+
+
 # -- item 5: bounds, one line, data quoted -----------------------------------------------------------
 
 
