@@ -84,19 +84,33 @@ def _config_names(key):
     return key.encode() in _CONFIG[0]
 
 
-def recall_hints_on():
-    """The ``recall_hints`` setting, read cheaply: the configuration is parsed only when the
-    environment or the config file names it."""
-    env = os.environ.get("CLAUDE_CHATS_RECALL_HINTS", "").strip().lower()
+def _switch(key, default):
+    """A yes/no setting read cheaply: the configuration is parsed only when the environment
+    (``CLAUDE_CHATS_<KEY>``) or the config file names it."""
+    env = os.environ.get("CLAUDE_CHATS_" + key.upper(), "").strip().lower()
     if env in ("0", "false", "no", "off"):
         return False
     if env in ("1", "true", "yes", "on"):
         return True
-    if not env and not _config_names("recall_hints"):   # else the config module says what is wrong with it
-        return RECALL_HINTS_DEFAULT
+    if not env and not _config_names(key):   # else the config module says what is wrong with it
+        return default
     from . import config
 
-    return bool(config.load().recall_hints)
+    return bool(getattr(config.load(), key))
+
+
+def recall_hints_on():
+    """The ``recall_hints`` setting, read cheaply (``_switch``)."""
+    return _switch("recall_hints", RECALL_HINTS_DEFAULT)
+
+
+REDACT_DEFAULT = True   # config.py's default for redact (a test checks they agree)
+
+
+def context_redacted():
+    """The ``redact`` setting, read cheaply (``_switch``): what the hook tells the model of recorded
+    sessions is redacted as the MCP results are (it goes to the model's API too)."""
+    return _switch("redact", REDACT_DEFAULT)
 
 
 STARTUP_SESSIONS_DEFAULT = 3   # config.py's default for startup_sessions (a test checks they agree)
@@ -264,15 +278,16 @@ def respond(payload, conn):
 
         source = payload.get("source")
         if source == "startup":
-            context = recall.startup_context(conn, session, _text(payload, "cwd"), startup_sessions())
+            context = recall.startup_context(conn, session, _text(payload, "cwd"), startup_sessions(),
+                                             redacted=context_redacted)
         else:
-            context = recall.session_context(conn, session, source)
+            context = recall.session_context(conn, session, source, redacted=context_redacted)
     elif event == "UserPromptSubmit" and isinstance(payload.get("prompt"), str) and not marked(payload) \
             and recall_hints_on():
         from .localstore import recall
 
         hints = recall.recall_hints(conn, payload["prompt"], session)
-        context = recall.hint_context(hints) if hints else None
+        context = recall.hint_context(hints, redacted=context_redacted) if hints else None
     else:
         return None
     if not context:

@@ -72,7 +72,8 @@ def startup_score(records, conn, split, count):
         wanted += r["should_hint"]
         relevant = {root(x) for x in r["relevant_session_ids"]}
         context = recall.startup_context(conn, None, r["cwd"], count) or ""
-        listed = {root(line.split("session_id ", 1)[1].split(",", 1)[0]) for line in context.splitlines()[1:]}
+        listed = {root(line.split('session_id "', 1)[1].split('"', 1)[0]) for line in context.splitlines()[1:]
+                  if 'session_id "' in line}
         shown += bool(listed)
         useful += bool(listed & relevant)
         hints = recall.recall_hints(conn, r["prompt"], None)

@@ -166,9 +166,9 @@ def test_session_start_after_a_compaction_points_at_the_record(tmp_path):
     out = json.loads(session_start(path, "compact"))
     context = out["hookSpecificOutput"]["additionalContext"]
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert "session_id sess-1" in context and "seq 0 to 31" in context
+    assert 'session_id "sess-1"' in context and "seq 0 to 31" in context
     assert 'get_conversation(session_id="sess-1", start_seq=0, end_seq=31)' in context
-    assert "#0 prompt 0: make the apricot parser handle case 0" in context and "case 7" in context
+    assert '#0 "prompt 0: make the apricot parser handle case 0"' in context and "case 7" in context
     assert "/work/proj/apricot_0.py" in context and "ValueError: bad apricot token 5" in context
     assert "quince-7" in context and len(context) <= 2000
     assert [r[2] for r in rows()][-1].startswith("This session is being continued")   # recorded first
@@ -196,7 +196,7 @@ def test_session_start_says_nothing_at_startup_and_points_on_resume(tmp_path):
     path.write_bytes(lines.encode(lines.user("a damson question"), lines.assistant("a damson answer")))
     assert session_start(path, "startup") == b""
     context = json.loads(session_start(path, "resume"))["hookSpecificOutput"]["additionalContext"]
-    assert "session_id sess-1" in context and "2 messages" in context
+    assert 'session_id "sess-1"' in context and "2 messages" in context
 
 
 def test_the_index_keeps_the_first_and_latest_prompts_within_its_budget(tmp_path):
@@ -204,7 +204,7 @@ def test_the_index_keeps_the_first_and_latest_prompts_within_its_budget(tmp_path
     compacted_transcript(path, turns=200)
     context = json.loads(session_start(path, "compact"))["hookSpecificOutput"]["additionalContext"]
     assert len(context) <= 2000
-    assert "#0 prompt 0:" in context and "prompt 199:" in context and "more" in context
+    assert '#0 "prompt 0:' in context and "prompt 199:" in context and "more" in context
 
 
 def prompt_submit(path, prompt, session="sess-new"):
@@ -227,7 +227,7 @@ def test_a_prompt_about_earlier_work_gets_a_pointer(tmp_path):
     """Issue 13 item 3: a strong full-text match in another session becomes a one-line pointer."""
     new = history(tmp_path)
     context = prompt_submit(new, "the nectarine importer drops manifest rows with a trailing slash again")
-    assert context and "session_id sess-old seq" in context and context.count("\n- ") == 1
+    assert context and 'session_id "sess-old" seq' in context and context.count("\n- ") == 1
     assert prompt_submit(new, "add a unit test for this function") is None          # nothing strong: nothing
     assert prompt_submit(new, "nectarine importer trailing slash manifest", session="sess-old") is None  # itself
 
@@ -373,6 +373,7 @@ def test_the_hooks_default_is_the_settings():
     from claude_chats import config, hook
 
     assert hook.RECALL_HINTS_DEFAULT is config.SETTINGS["recall_hints"].default
+    assert hook.REDACT_DEFAULT is config.SETTINGS["redact"].default
     assert hook.STARTUP_SESSIONS_DEFAULT == config.SETTINGS["startup_sessions"].default
 
 
@@ -406,9 +407,9 @@ def test_a_new_session_is_told_the_projects_latest_sessions(tmp_path, monkeypatc
     record("sess-elsewhere", "another project's work", 9, cwd="/work/other")
     record("sess-script", "a scripted run", 10, entrypoint="sdk-py")
     context = startup_context_of("sess-new")
-    listed = [line.split("session_id ")[1].split(",")[0] for line in context.splitlines()[1:]]
+    listed = [line.split('session_id "')[1].split('"')[0] for line in context.splitlines()[1:]]
     assert listed == ["sess-fourth", "sess-third", "sess-second"]
-    assert "2026-11-04" in context and "2 messages: the fourth piece of the walrus migration" in context
+    assert "2026-11-04" in context and '2 messages, first prompt "the fourth piece of the walrus migration"' in context
     assert "get_conversation" in context and len(context) < 1000
     assert startup_context_of("sess-new", cwd="/work/nothing-here") is None
     assert startup_context_of("sess-fourth").count("\n- ") == 3     # not itself: the three before it

@@ -312,8 +312,17 @@ class Searcher:
             head["notes"].insert(0, f"the query was cut to its first {len(request.query):,} of "
                                     f"{request.query_chars:,} characters (what is searched)")
         if not hits:
-            head["notes"].append(_nothing_found(request))
+            head["notes"].append(_nothing_found(request, self._machine_made_matches(backend, plan)))
         return render(head, hits, query_terms(request.query) if "fulltext" in legs else (), request.max_chars)
+
+    @staticmethod
+    def _machine_made_matches(backend, plan):
+        """(sessions, at least) of the machine-made sessions the plan finds when it found nothing among
+        a person's (``origin`` "human"), else None."""
+        if plan.filters.origin != "human":
+            return None
+        found = backend.candidates(replace(plan, filters=replace(plan.filters, origin="machine")))
+        return len({c.session_id for c in found}), len(found) >= plan.candidates
 
     def _project_in(self, backend, project_path):
         """A project filter as ``backend`` stores the path: Postgres gets paths redacted when sync redacts."""
@@ -536,7 +545,14 @@ def _space_of(row):
     return Space(row["provider"], row["model"], int(row["dimensions"]), options)
 
 
-def _nothing_found(request):
+def _nothing_found(request, machine_made=None):
+    """The note of a search that found nothing; ``machine_made``: (sessions, at least) of the machine-made
+    sessions that match when a person's were searched."""
+    sessions, more = machine_made or (0, False)
+    if sessions:
+        return (f"nothing found among the person's sessions, but {'at least ' if more else ''}{sessions} "
+                f"machine-made session{'s' if sessions > 1 else ''} (scripts, SDK runs, claude -p) match: "
+                f"include them with origin=\"any\" (MCP) or --origin any (chats search)")
     tips = {"fulltext": "try other words, fewer words, or mode='semantic' with a sentence that would "
                         "appear in the conversation",
             "semantic": "rephrase as a sentence that would appear in the conversation, or try mode='fulltext' "

@@ -27,8 +27,8 @@ from .harness import tool_result_text
 TOOLS = ("search_memory", "get_conversation", "list_recent_sessions")
 FULL = tuple(f"mcp__conversation-memory__{t}" for t in TOOLS)
 MARKER = "QUOKKA-LANTERN-8812"
-CONTEXT = re.compile(r"\[claude-chats\] [^\n]*?session_id (\S+), (?:messages seq (\d+) to (\d+)|(\d+) messages "
-                     r"\(seq (\d+) to (\d+)\))")
+CONTEXT = re.compile(r"\[claude-chats\] [^\n]*?session_id \"([^\s\"]+)\", "
+                     r"(?:messages seq (\d+) to (\d+)|(\d+) messages \(seq (\d+) to (\d+)\))")
 
 
 def loaded_tools(request):
@@ -126,8 +126,8 @@ def test_the_first_request_of_a_new_session_names_the_projects_latest_sessions(p
     assert now != earlier
     first = json.dumps(probed.api.messages_requests()[before].body.get("messages"))
     assert "[claude-chats] The latest sessions of this project are recorded in full" in first, first[:3000]
-    assert f"session_id {earlier}" in first and "the heron deployment checklist needs a rollback step" in first
-    assert f"session_id {now}" not in first
+    assert f'session_id \\"{earlier}\\"' in first and "the heron deployment checklist needs a rollback step" in first
+    assert f'session_id \\"{now}\\"' not in first
 
 
 # -- item 1: what Claude sees after a compaction and a resume --------------------------------

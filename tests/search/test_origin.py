@@ -84,5 +84,9 @@ def test_postgres_filters_them_as_the_journal_does(recorded, pg_db_url, monkeypa
     for origin, wanted in (("human", HUMAN), ("machine", MACHINE), ("any", HUMAN | MACHINE)):
         sessions, sources = _found("--origin", origin)
         assert sources == {"postgres"} and sessions == wanted, origin
+    # only a machine-made session holds the words: Postgres' answer says so, as the journal's does
+    result = json.loads(chats("search", "nightly report", "--mode", "fulltext", "--json"))
+    assert result["source"] == "postgres" and result["hits"] == []
+    assert any("but 1 machine-made session (" in n and "--origin any" in n for n in result["notes"]), result["notes"]
     with pytest.raises(Exception, match="origin must be one of"):
         Searcher(LocalSearch.open()).search("x", origin="robots")

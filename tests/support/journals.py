@@ -20,6 +20,8 @@ The fixtures, one meaning each:
 - ``hash_embedder``: a ``HashEmbedder``.
 """
 
+import uuid
+
 import pytest
 
 from claude_chats import config, paths
@@ -127,6 +129,29 @@ def fulltext(journal, query, **filters):
     searcher = Searcher(LocalSearch(journal))
     return searcher.search(query, mode="fulltext", match="all", neighbours=0, per_session=0, limit=100,
                            max_chars=None, **filters)["hits"]
+
+
+def store_session(session_id, messages, project="/work/proj", name=None, last_at="2026-11-01T10:00:00Z",
+                  parent=None, machine_made=0):
+    """A session written straight into the journal at the default path, as any door may have stored it
+    (a transcript line, another machine's rows, an older version): ``messages`` are texts (a person's and
+    the assistant's in turn) or ``(role, kind, text)``; ids, names and dates are taken as they are."""
+    conn = db.connect(paths.journal_path())
+    try:
+        with conn:
+            conn.execute("INSERT INTO sessions (id, parent_session_id, project_path, name, first_at, last_at, "
+                         "next_seq, updated_at, machine_made) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (session_id, parent, project, name, last_at, last_at, len(messages), last_at,
+                          machine_made))
+            for seq, message in enumerate(messages):
+                role, kind, text = message if isinstance(message, tuple) else (
+                    "user" if seq % 2 == 0 else "assistant", "text", message)
+                conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (f"{uuid.uuid5(uuid.NAMESPACE_OID, session_id)}-{seq}", session_id, seq, role, kind, text,
+                              last_at))
+    finally:
+        conn.close()
 
 
 # -- fixtures -------------------------------------------------------------------------------
