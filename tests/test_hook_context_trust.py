@@ -15,7 +15,7 @@ import subprocess
 
 from claude_chats.localstore.recall import CONTEXT_CHARS, ID_CHARS, NAME_CHARS
 from tests.support import lines
-from tests.support.hooks import HOOK, hook_event, hook_log
+from tests.support.hooks import CHATS, HOOK, hook_event, hook_log
 from tests.support.journals import store_session
 
 AKIA = "AKIA" + "QX7RZ2MN4PL8TY3W"
@@ -289,3 +289,20 @@ def test_the_startup_list_names_no_subagent_not_even_the_compactions_own(tmp_pat
     context = startup()
     listed = [line.split("session_id ")[1].split(",")[0].strip('"') for line in context.split("\n")[1:]]
     assert listed == ["sess-old"], context
+
+
+def test_a_subagents_answer_stored_before_its_lines_is_a_subagent_of_its_session(tmp_path):
+    """A SubagentStop whose lines are not read yet (the compaction's own, or a lagging transcript)
+    stored its answer in a row with no parent: `chats sessions` listed `<session>:agent-...` as a
+    session of its own. The row now knows its parent and agent, as the lines would have said."""
+    old = write(tmp_path / "sess-old.jsonl",
+                lines.user("the heron checklist needs a rollback step", session="sess-old", ts="2026-11-01T10:00:00Z"))
+    record(old, "sess-old")
+    assert hook_event(old, "SubagentStop", "sess-old", agent_id="acompact-1f2e3d", agent_type="",
+                      last_assistant_message="<summary>the heron checklist work so far</summary>") == b""
+    listed = json.loads(subprocess.run([*CHATS, "sessions", "--json", "--origin", "any"], capture_output=True,
+                                       check=True, timeout=60).stdout)
+    assert [s["session_id"] for s in listed] == ["sess-old"]
+    both = json.loads(subprocess.run([*CHATS, "sessions", "--json", "--origin", "any", "--subagents"],
+                                     capture_output=True, check=True, timeout=60).stdout)
+    assert {s["session_id"] for s in both} == {"sess-old", "sess-old:agent-acompact-1f2e3d"}

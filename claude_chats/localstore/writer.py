@@ -370,9 +370,12 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
             return False
         stamp = now_iso()
         rows = conn.execute("SELECT next_seq FROM sessions WHERE id = ?", (session_id,)).fetchall()
-        if not rows:
-            conn.execute("INSERT INTO sessions (id, project_path, machine, first_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                         (session_id, project_path, machine or machine_name(), stamp, stamp))
+        if not rows:   # a subagent's answer before its lines: the row knows its parent, as its lines would say
+            parent, _, agent = session_id.partition(":agent-")
+            parent, agent = (parent, agent) if parent and agent else (None, None)
+            conn.execute("INSERT INTO sessions (id, parent_session_id, agent_id, project_path, machine, first_at, "
+                         "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (session_id, parent, agent, project_path, machine or machine_name(), stamp, stamp))
         seq = rows[0][0] if rows else 0
         conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
                      "VALUES (?, ?, ?, 'assistant', ?, ?, ?)",
