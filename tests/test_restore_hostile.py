@@ -124,6 +124,20 @@ def test_a_transcript_line_with_a_hostile_session_id_is_refused_by_the_hook_and_
     assert _files(tmp_path) == before
 
 
+@pytest.mark.parametrize("event, fields", [("Stop", {"session_id": "../../../elsewhere/pwn"}),
+                                           ("SubagentStop", {"session_id": SESSION, "agent_id": "../../pwn"})])
+def test_a_final_answer_of_a_hostile_session_id_in_the_hook_payload_is_not_stored(tmp_path, event, fields):
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_bytes(_line("a question") + b"\n")
+    hook = subprocess.run(HOOK, input=json.dumps({"transcript_path": str(path), "hook_event_name": event,
+                                                  "cwd": PROJECT, "last_assistant_message": "the answer",
+                                                  **fields}).encode(), capture_output=True, timeout=60)
+    assert (hook.returncode, hook.stdout) == (0, b""), hook.stderr[-2000:]
+    with Journal.open() as journal:
+        assert [s["session_id"] for s in journal.sessions(limit=10, include_subagents=True)] == [SESSION]
+        assert [m["content"] for m in journal.messages(SESSION)] == ["a question"]
+
+
 def test_a_subagent_file_or_line_with_a_hostile_agent_id_is_refused(tmp_path):
     folder = pathlib.Path(paths.claude_projects_dir()) / "-work-proj"
     (folder / SESSION / "subagents").mkdir(parents=True)
