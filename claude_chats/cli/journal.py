@@ -150,7 +150,7 @@ def show_cmd(session_id, start, end, as_json):
 
 
 NAME_WIDTH = 50   # at most, in `chats sessions`; as wide as the longest name shown, none when none has one
-PATH_WIDTH = 1000
+PATH_WIDTH = 1000   # a project path longer than this is cut (saying how long it was)
 
 
 @click.command("sessions")
