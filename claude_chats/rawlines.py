@@ -80,13 +80,54 @@ def pack(raw):
     return raw if is_packed(raw) else zlib.compress(raw, LEVEL)
 
 
-def unpack(blob):
-    """The line's bytes, from a packed or an unpacked row."""
+# The most bytes one kept line may unpack to. A kept line is a message Claude Code sent to the API (or a
+# smaller metadata line), and the API takes requests of at most 32 MB; the largest line of the real
+# corpus is 1.05 MB (a user line with images). 64 MiB is twice what any line can be; a zlib bomb (1.2 GB
+# from 1.2 MB) stops there instead of being allocated whole.
+LINE_LIMIT = 64 << 20
+
+
+class UnpackError(ValueError):
+    """A kept line that cannot be unpacked: not zlib, cut short, or more than ``LINE_LIMIT`` bytes."""
+
+
+def unpack(blob, limit=LINE_LIMIT):
+    """The line's bytes, from a packed or an unpacked row; ``UnpackError`` for a packed row that is
+    not a whole zlib stream or unpacks to more than ``limit`` bytes (never more is allocated)."""
     if not is_packed(blob):
         return blob
     import zlib
 
-    return zlib.decompress(blob)
+    stream = zlib.decompressobj()
+    try:
+        raw = stream.decompress(blob, limit)
+    except zlib.error as exc:
+        raise UnpackError(f"a kept line is not zlib data ({exc})") from None
+    if not stream.eof:
+        raise UnpackError(f"a kept line unpacks to more than {limit} bytes" if len(raw) >= limit
+                          else "a kept line's zlib data is cut short")
+    return raw
+
+
+# The most bytes the kept lines of one session (its subagents' too) may unpack to: a thousand times
+# the largest real transcript (1.2 MB), and memory for them is still bounded when another machine
+# pushed a bomb line after line.
+SESSION_LIMIT = 1 << 30
+
+
+def unpack_rows(rows, limit=SESSION_LIMIT):
+    """``{conversation: [(key, parent, line bytes or None)]}`` from ``(conversation, key, parent, row's
+    line or None)`` in order, each line unpacked (``unpack``); ``UnpackError`` past ``limit`` bytes in all."""
+    out, left = {}, limit
+    for conversation, key, parent, line in rows:
+        raw = None
+        if line is not None:
+            if left <= 0:   # (a max_length of 0 is no bound at all)
+                raise UnpackError(f"the kept lines unpack to more than {limit} bytes")
+            raw = unpack(line, min(LINE_LIMIT, left))
+            left -= len(raw)
+        out.setdefault(conversation, []).append((key, parent, raw))
+    return out
 
 
 def is_packed(blob):

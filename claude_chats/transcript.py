@@ -190,6 +190,55 @@ def subagent_session_id(parent_session_id, agent_id):
     return f"{parent_session_id}:agent-{agent_id}"
 
 
+# -- the ids Claude Code writes: file names for `chats restore` ---------------------------------
+
+ID_LIMIT = 128   # a session id is a UUID (36 characters), an agent id 7 to 17 hex digits or
+#                  `acompact-<hex>`, `aprompt_suggestion-<hex>`, `aside_question-<hex>` (2.1.x)
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+SUBAGENT_MARK = ":agent-"
+
+
+def id_problem(value):
+    """Why ``value`` cannot be a session id or an agent id, or None when it can.
+
+    ``chats restore`` makes file names of them (``<session>.jsonl``, ``agent-<agent>.jsonl``) and the
+    resume line an argument, so an id is one word of ASCII letters, digits, ``-`` and ``_``, starting
+    with a letter or a digit (not an option to ``claude --resume``), at most ``ID_LIMIT`` long: no
+    ``/``, ``\\``, ``.``, NUL or control character, nothing absolute. Every id of the real transcripts
+    has that shape (tests/test_restore_hostile.py reads them all)."""
+    if not isinstance(value, str) or not value:
+        return "empty"
+    if len(value) > ID_LIMIT:
+        return f"longer than {ID_LIMIT} characters"
+    if not _ID_CHARS.issuperset(value):
+        return "not only letters, digits, - and _"
+    if not value[0].isalnum():
+        return "not starting with a letter or a digit"
+    return None
+
+
+def conversation_problem(conversation_id):
+    """``id_problem`` of a conversation id: a session id, or a subagent's ``<session>:agent-<agent>``."""
+    if not isinstance(conversation_id, str):
+        return "session id: empty"
+    session, mark, agent = conversation_id.partition(SUBAGENT_MARK)
+    problem = id_problem(session)
+    if problem:
+        return f"session id: {problem}"
+    problem = id_problem(agent) if mark else None
+    return f"agent id: {problem}" if problem else None
+
+
+def _refused_ids(obj, ctx):
+    """The skip reason of a line whose session or agent id is not one Claude Code writes, or None."""
+    session, agent, parent = _envelope(obj, ctx)
+    problem = id_problem(parent if agent else session)
+    if problem:
+        return f"refused session id: {problem}"
+    problem = id_problem(agent) if agent else None
+    return f"refused agent id: {problem}" if problem else None
+
+
 def clean_text(text):
     """Drop what must not reach the index: NULs, ANSI escapes, base64 blobs."""
     if "\x00" in text:
@@ -264,6 +313,10 @@ def parse_lines(data, ctx, final=False):
                 continue
         if not isinstance(obj, dict):
             result.skip("not an object")
+            continue
+        refused = _refused_ids(obj, ctx)
+        if refused:
+            result.skip(refused)
             continue
         records, titles = len(result.records), len(result.titles)
         try:

@@ -150,6 +150,7 @@ def show_cmd(session_id, start, end, as_json):
 
 
 NAME_WIDTH = 50   # at most, in `chats sessions`; as wide as the longest name shown, none when none has one
+PATH_WIDTH = 1000   # a project path longer than this is cut (saying how long it was)
 
 
 @click.command("sessions")
@@ -165,15 +166,15 @@ def sessions_cmd(limit, project, subagents, origin, as_json):
     if as_json:
         emit_json(rows)
         return
-    from ..claudecode import resume_line
+    from ..claudecode import resume_line, shown
 
     if not rows:
         click.echo("no sessions (run `chats import`)")
-    names = [one_line(s["name"] or "", NAME_WIDTH) for s in rows]
+    names = [shown(one_line(s["name"] or "", NAME_WIDTH)) for s in rows]   # no terminal escapes from a row
     width = max(map(len, names), default=0)
     for s, name in zip(rows, names):
-        click.echo(f"{s['session_id']}  {s['last_at'] or '':24}  {s['message_count']:5d} msgs  "
-                   + (f"{name:{width}}  " if width else "") + (s["project_path"] or ""))
+        click.echo(f"{shown(s['session_id'])}  {shown(s['last_at'] or ''):24}  {s['message_count']:5d} msgs  "
+                   + (f"{name:{width}}  " if width else "") + shown(s["project_path"] or "", PATH_WIDTH))
         click.echo(f"    {resume_line(s['session_id'], s['project_path'])}")
 
 
@@ -201,6 +202,8 @@ def restore_cmd(session_id, to, dry_run, force, as_json):
     for f in report.files:
         backup = f" (the old file kept as {f.backup})" if f.backup else ""
         click.echo(f"{verbs[f.status]} {f.path} ({f.lines} lines from the {report.source}){backup}")
+    for skipped in report.skipped:
+        click.echo(f"skipped {skipped['conversation']}: {skipped['reason']}")
     click.echo(f"{'then resume' if dry_run else 'resume'} it with:\n  {report.resume}")
 
 

@@ -116,10 +116,7 @@ class Journal:
             "OR r.session_id IN (SELECT id FROM sessions WHERE parent_session_id = ?) "
             "OR substr(r.session_id, 1, ?) = ? ORDER BY r.session_id, r.seq",
             (session_id, session_id, len(session_id) + 7, session_id + ":agent-")).fetchall()
-        out = {}
-        for conversation, key, parent, line in rows:
-            out.setdefault(conversation, []).append((key, parent, None if line is None else rawlines.unpack(line)))
-        return out
+        return rawlines.unpack_rows(rows)
 
     def in_session_order(self):
         """(id, session_id, role, kind, created_at, content) of every message, session by session."""

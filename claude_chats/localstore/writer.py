@@ -258,8 +258,8 @@ def _subagent_title(path, ctx, result):
     name = " ".join(str(v).strip() for v in (description,) if isinstance(v, str) and v.strip())
     if isinstance(kind, str) and kind.strip() and kind.strip() not in name:
         name = f"{name} ({kind.strip()})" if name else kind.strip()
-    if name:
-        session = transcript.subagent_session_id(ctx.fallback_session_id, ctx.agent_id)
+    session = transcript.subagent_session_id(ctx.fallback_session_id, ctx.agent_id)
+    if name and transcript.conversation_problem(session) is None:
         result.titles.append(transcript.Title("agent_name", session, name[:500]))
 
 
@@ -360,6 +360,10 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
     """
     text = transcript.clean_text(text) if isinstance(text, str) else ""
     if not text or (transcript_path and capture_of(conn, transcript_path) is not None):
+        return False
+    refused = transcript.conversation_problem(session_id)
+    if refused:   # not an id Claude Code writes: never a session row (restore makes file names of them)
+        stats.add_skips({f"refused {refused}": 1})
         return False
     clean = stats.redactor()
     content = clean(text) if clean else text

@@ -424,12 +424,9 @@ class PgStore:
             "SELECT c.session_id, c.project_path, r.line_key, r.parent, r.line FROM conversations c "
             "JOIN raw_lines r ON r.conversation_id = c.id WHERE c.session_id = %s OR c.parent_session_id = %s "
             "ORDER BY c.session_id, r.seq", (session_id, session_id)).fetchall()
-        out, project = {}, None
-        for conversation, path, key, parent, line in rows:
-            if conversation == session_id:
-                project = path
-            out.setdefault(conversation, []).append((key, parent, None if line is None else rawlines.unpack(line)))
-        return project, out
+        project = next((path for conversation, path, *_ in rows if conversation == session_id), None)
+        return project, rawlines.unpack_rows((conversation, key, parent, line)
+                                             for conversation, _path, key, parent, line in rows)
 
     def _copy(self, cur, table, types, rows):
         if not rows:

@@ -4,8 +4,10 @@ Fuzzed transcripts are appended piece by piece (torn lines included) and
 ingested after each piece, as the hook does turn by turn. After every step the
 journal must be consistent (``PRAGMA integrity_check``, the FTS5 index agrees
 with the messages, sequence numbers contiguous per session) and nothing stored
-before may have changed or vanished. Hostile session ids, project paths and
-file names are stored verbatim, as data, and create no file anywhere.
+before may have changed or vanished. Hostile project paths and file names are
+stored verbatim, as data, and create no file anywhere; a session or agent id that
+is not one Claude Code writes (``chats restore`` makes file names of them, issue 21)
+is refused, the line counted as skipped.
 
 The checks, ``check_journal`` and ``tree``, are in tests/support/fuzzing.py: the
 hook, fault and CLI tests use them too.
@@ -18,6 +20,7 @@ import pytest
 from hypothesis import given, seed
 from hypothesis import strategies as st
 
+from claude_chats import transcript
 from claude_chats.localstore import writer
 from claude_chats.localstore.journal import Journal
 from tests.support import lines
@@ -89,8 +92,9 @@ def test_torn_writes_at_any_byte_store_each_line_once(encoded, cuts):
 @fuzz_settings(30, 1_000)
 @given(st.sampled_from(HOSTILE_IDS), st.sampled_from(HOSTILE_PATHS), st.sampled_from(FILE_NAMES),
        st.sampled_from(HOSTILE_IDS))
-def test_hostile_ids_paths_and_file_names_are_stored_verbatim(session, cwd, name, agent):
-    """Verbatim, except a lone surrogate, which UTF-8 cannot hold: it becomes U+FFFD."""
+def test_hostile_ids_are_refused_paths_and_file_names_stored_verbatim(session, cwd, name, agent):
+    """Paths verbatim, except a lone surrogate, which UTF-8 cannot hold: it becomes U+FFFD. Ids of
+    Claude Code's shape verbatim; the lines of other ids are refused and counted (issue 21)."""
     with tempfile.TemporaryDirectory() as root:
         path, db = _file(root, name), os.path.join(root, "home", "journal.db")
         convo = [lines.user("hello there", session=session, cwd=cwd),
@@ -116,12 +120,17 @@ def test_hostile_ids_paths_and_file_names_are_stored_verbatim(session, cwd, name
                     want = {k for k, v in sessions.items() if v["project_path"] and (
                         v["project_path"].rstrip("/") == base or v["project_path"].startswith(base.rstrip("/") + "/"))}
                     assert got == want, (p, got, want)
-            if session and "agent-" not in os.path.basename(name):
-                session = _storable(session)
-                assert session in sessions, sorted(sessions)
-                assert journal.session(session)["session_id"] == session
-                assert [m["content"] for m in journal.messages(session)][:1] == ["hello there"]
-            assert fulltext(journal, "kenobi") or fulltext(journal, "hello")
+            assert all(transcript.conversation_problem(s) is None for s in sessions), sorted(sessions)
+            stored = _storable(session)
+            if transcript.id_problem(stored) is not None:
+                assert stored not in sessions and stats.skipped.get(
+                    f"refused session id: {transcript.id_problem(stored)}", 0) >= 2, stats.skipped
+            elif "agent-" not in os.path.basename(name):
+                assert stored in sessions, sorted(sessions)
+                assert journal.session(stored)["session_id"] == stored
+                assert [m["content"] for m in journal.messages(stored)][:1] == ["hello there"]
+            if sessions:
+                assert fulltext(journal, "kenobi") or fulltext(journal, "hello")
         check_journal(db)
         created = tree(root) - before
         assert all(p == "home" or p.startswith("home" + os.sep) for p in created), created
