@@ -609,8 +609,9 @@ def redact_json(value, clean=None):
 
 
 class _JsonWalk:
-    """The document cleaned and written as compact JSON in one pass (``parts``); ``leaves``: ``(part,
-    container, key)`` of every string and number, in order (what a finding may redact)."""
+    """The document cleaned, and written as compact JSON as it was (as the message text holds it)
+    in the same pass (``parts``); ``leaves``: ``(part, container, key)`` of every string and number
+    of the cleaned document, in order (what a finding may redact)."""
 
     __slots__ = ("clean", "parts", "leaves", "changed", "quote")
 
@@ -633,7 +634,7 @@ class _JsonWalk:
             new = self.clean(value)
             if new != value:
                 self.changed = True
-            self.leaf(self.quote(new), parent, key)
+            self.leaf(self.quote(value), parent, key)
             return new
         if value is None or value is True or value is False:
             self.parts.append("null" if value is None else "true" if value else "false")
@@ -667,13 +668,13 @@ class _JsonWalk:
                 self.changed = True
                 while new_key in out:   # two keys redacted alike: both kept
                     new_key += "'"
-            emit(self.quote(new_key))
+            emit(self.quote(k))
             emit(":")
             named = secret_name(new_key)
             if named is not None and named[0] == "any" and _holds_value(item):
                 self.changed = True
+                self.value(item, depth + 1, None, None)   # written, for what follows it
                 out[new_key] = placeholder(_assignment_kind(named[1], item if isinstance(item, str) else ""))
-                emit(self.quote(out[new_key]))
             else:
                 out[new_key] = self.value(item, depth + 1, out, new_key)
         emit("}")
