@@ -102,14 +102,18 @@ def redact_line(raw, clean):
     """The line (bytes) redacted inside its JSON (``redact.redact_json``: its strings through
     ``clean``, a value whose key names a secret, what the context rules see across its strings,
     what is nested too deep); ``raw`` itself when nothing changed; ``None`` (the line is kept as a
-    link, its bytes not at all) when it cannot be read as JSON whole, so a line the redaction cannot
-    see into is never kept nor pushed as it is."""
+    link, its bytes not at all) when it cannot be read as JSON, so a line the redaction cannot see
+    into is never kept nor pushed as it is. Read as the parser reads it (``transcript._loads``):
+    a raw control character, a NUL, a byte that is not UTF-8 do not keep a line from being redacted."""
     from .redact import redact_json
 
     try:
         obj = jsonl.loads(raw)
     except (ValueError, RecursionError):   # UnicodeDecodeError is a ValueError
-        return None
+        try:
+            obj = jsonl.loads(raw.decode("utf-8-sig", "replace").replace("\x00", ""), strict=False)
+        except (ValueError, RecursionError):
+            return None
     changed, was_changed = redact_json(obj, clean)
     if not was_changed:
         return raw

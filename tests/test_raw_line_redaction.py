@@ -174,3 +174,21 @@ def test_real_corpus_lines_come_through_byte_for_byte_unless_a_value_is_redacted
             assert redact(value) == value
     assert count >= 3000, count
     assert changed <= count // 100, changed   # a few lines hold a secret; the rest are left alone
+
+
+def test_a_line_only_the_lenient_reading_takes_is_redacted_all_the_same(empty_journal, tmp_path):
+    """A raw control character in a string (the parser reads such a line, the strict decoder does not):
+    the line was pushed as it was, its secrets with it."""
+    from claude_chats.localstore import outbox
+
+    call = {"type": "tool_use", "id": "toolu_01", "name": "mcp__db__connect",
+            "input": {"note": "tab\u0001here", "password": PASSWORD}}
+    raw = lines.encode(lines.assistant([call], session=SESSION)).replace(b"\\u0001", b"\x01")
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_bytes(raw)
+    assert not empty_journal.import_files([str(path)]).errors
+    _ids, pushed = outbox.pending_raw_lines(empty_journal.conn, redact=redact)
+    line, = [rawlines.unpack(r.line) for r in pushed]
+    assert PASSWORD.encode() not in line
+    assert json.loads(line)["message"]["content"][0]["input"] == {"note": "tab\u0001here",
+                                                                  "password": "[REDACTED:password]"}
