@@ -547,7 +547,7 @@ _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.
 DEEP = "deep-json"   # the kind of a JSON value nested deeper than JSON_DEPTH, redacted whole
 JSON_DEPTH = 32      # containers nested deeper are redacted whole (the real transcript lines nest 9
                      # deep; jsonl.dumps writes no deeper either)
-_REACH = 8192        # characters: more than a context finding spans (a bearer token is 4,096 at most)
+_REACH = 1024        # characters: more than a context rule reads to find a secret reaching into a string
 _names_seen = {}     # secret_name's answers: a transcript's keys are a few hundred names, again and again
 
 
