@@ -309,6 +309,9 @@ class _Rules:
         self.scheme = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*$")   # before "://", in lower case
         self.name = re.compile(r"[a-z0-9_.-]*$")                          # before a keyword, in lower case
         self.name_word = re.compile(_NAME_WORDS)                          # in a JSON key, in lower case
+        # what transcript.clean_text takes out of a message's text before it is redacted: ANSI escapes
+        self.escapes = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][0-9A-Za-z]"
+                                  r"|\x1b[@-_]?")
         self.url = re.compile(r"[^\s:/@?#'\"<>]{0,128}+:(?P<pw>[^\s@/?#'\"<>]{1,256}+)@")
         self.auth = re.compile(r"authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?\s{0,4}(?P<scheme>bearer|basic|token|digest"
                                r"|bot)\s+(?P<v>[A-Za-z0-9._~+/-]{8,4096}+=*)", re.IGNORECASE)
@@ -591,13 +594,15 @@ def redact_json(value, clean=None):
     Each string (a key too) goes through ``clean`` (``redact``, or the same remembering its answers);
     a value whose key names a secret whatever it holds (``secret_name``: ``password``, ``api_key``...)
     is redacted whole, a number or an object as well as a string; then the context rules run over
-    the document written as compact JSON, so a value is seen after its key as in the message text
+    the document written as compact JSON as it came (the message text's redaction sees it so), so
+    a value is seen after its key as in the message text
     (``"output_tokens":...``, ``"Authorization":"Bearer ..."``, a sentence that a string ends and
     the next one goes on), and every value a finding reaches from outside it is redacted whole (one
     the string gives alone is ``clean``'s to make: there, the escapes of the JSON text, ``\\n``
     between two words, are not what the string holds). Containers nested deeper than ``JSON_DEPTH``
     are redacted whole: there is no depth past which nothing is redacted. Booleans and nulls are
-    left as they are (they hold no secret).
+    left as they are (they hold no secret). A string holding NULs or ANSI escapes, which the message
+    text loses before it is redacted, is redacted without them when that finds a secret.
     """
     walk = _JsonWalk(clean or redact)
     new = walk.value(value, 0, None, None)
@@ -632,6 +637,11 @@ class _JsonWalk:
     def value(self, value, depth, parent, key):
         if isinstance(value, str):
             new = self.clean(value)
+            if "\x00" in value or "\x1b" in value:   # the message text is redacted without them
+                bare = _rules().escapes.sub("", value.replace("\x00", "")) if "\x1b" in value else \
+                    value.replace("\x00", "")
+                if self.clean(bare) != bare:
+                    new = self.clean(bare)
             if new != value:
                 self.changed = True
             self.leaf(self.quote(value), parent, key)

@@ -2,7 +2,8 @@
 
 Generated transcript lines (a tool call's input, a tool result, a ``toolUseResult``, a prompt) whose
 values are JSON shapes of every kind under keys that name secrets and keys that do not, holding
-planted secrets (random passwords, AWS-like keys, digit PINs, tokens, alone or inside a sentence).
+planted secrets (random passwords, AWS-like keys, digit PINs, tokens, alone or inside a sentence,
+between ANSI colours or split by a NUL).
 The lines go through the real parser, whose message text is redacted as sync redacts it; each
 planted secret the message text's redaction removes (it is in the text and not in the redacted
 text) must be gone from the redacted raw line too, whatever its depth, its key or its shape. And the
@@ -25,7 +26,8 @@ SECRET_KEYS = ["password", "aws_secret_access_key", "api_key", "apiKey", "token"
 OTHER_KEYS = ["host", "note", "x", "key", "output_tokens", "input_tokens", "type", "value", "args", "env", "config",
               "my password is ", "headers", "", "tokenizer", "keys", "name", "cwd"]
 TEMPLATES = ["{s}", "token={s}", "password: {s}", "my password is {s}", "Authorization: Bearer {s}",
-             "postgres://app:{s}@db.internal/main", "export API_KEY={s}", "--password {s}", "the secret is {s} ok"]
+             "postgres://app:{s}@db.internal/main", "export API_KEY={s}", "--password {s}", "the secret is {s} ok",
+             "password: \x1b[33m{s}\x1b[0m", "pass\x00word={s}"]   # the message text loses NULs and ANSI escapes
 SHAPES = [(ALNUM + "!#$%&*+-", 10, 24), (ALNUM + "/+", 40, 40), (DIGITS, 6, 12), (ALNUM, 8, 32)]
 
 
@@ -97,6 +99,7 @@ def _written(obj):
 @example({"my password is ": Planted(0, 0, "{s}", False), "password": 1}, "tool_use", "mcp__db__connect", 0, False)
 @example({"my password is ": Planted(0, 0, "Authorization: Bearer {s}", False), "c": "x"}, "tool_result", "Bash", 0,
          True)
+@example(Planted(0, 0, "password: \x1b[33m{s}\x1b[0m", False), "tool_result", "Bash", 0, False)
 @given(shape, st.sampled_from(["tool_use", "tool_result", "prompt"]), st.sampled_from(["mcp__db__connect", "Bash"]),
        st.sampled_from([0, 0, 0, 3, 40]), st.booleans())
 def test_a_raw_line_loses_every_secret_its_message_text_loses(value, kind, tool, deep, ascii_only):
