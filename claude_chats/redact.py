@@ -528,7 +528,7 @@ def _secretish(value, min_len, m=None):
         rest = m.string[m.end():m.end() + 1]
         if rest == "(" or rest == "[":          # a call or an index: code, not a value
             return False
-    if value.isdigit() or value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:")):
+    if value.isdigit() or value.startswith(_PATHS):
         return False
     core = value.strip(".-_")
     if _IDENT_CHARS.issuperset(core) and not any(c.isdigit() for c in core):
@@ -543,6 +543,7 @@ def _secretish(value, min_len, m=None):
 
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
+_PATHS = ("/", "./", "../", "~/", "http://", "https://", "file:")   # a value starting so is a path, not a secret
 
 
 # -- JSON: values named by their key ----------------------------------------------------
@@ -719,9 +720,10 @@ def _redacted(value):
 
 def _holds_value(value):
     """Whether a value under a secret's name may hold the secret: a number, a string that is not a
-    placeholder (``$TOKEN``, ``<your-key>``, ``[REDACTED:...]``), a container that is not empty."""
+    placeholder (``$TOKEN``, ``<your-key>``, ``[REDACTED:...]``) nor a path (``"PWD": "/work/proj"``),
+    a container that is not empty."""
     if value is None or value is True or value is False:
         return False
     if isinstance(value, str):
-        return not _placeholder(value)
+        return not _placeholder(value) and not value.startswith(_PATHS)
     return bool(value) if isinstance(value, (dict, list)) else isinstance(value, (int, float))

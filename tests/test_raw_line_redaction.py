@@ -192,3 +192,17 @@ def test_a_line_only_the_lenient_reading_takes_is_redacted_all_the_same(empty_jo
     assert PASSWORD.encode() not in line
     assert json.loads(line)["message"]["content"][0]["input"] == {"note": "tab\u0001here",
                                                                   "password": "[REDACTED:password]"}
+
+
+def test_a_secrets_name_takes_any_value_that_may_be_one_and_leaves_the_rest():
+    line = {"type": "user", "uuid": "u-1", "toolUseResult": {
+        "env": {"PWD": "/work/proj", "GITHUB_TOKEN": "abc-def-ghi", "API_KEY": "${API_KEY}", "SECRET": ""},
+        "config": {"password": None, "require_password": True, "credentials": {"user": "bob", "pin": 4321},
+                   "db_secret": 987654, "password_file": "./secrets/db.txt"},
+        "usage": {"input_tokens": 123456, "output_tokens": 98765432, "max_tokens": 4096}}}
+    redacted = json.loads(rawlines.redact_line(json.dumps(line).encode(), redact))["toolUseResult"]
+    assert redacted["env"] == {"PWD": "/work/proj", "GITHUB_TOKEN": "[REDACTED:token]", "API_KEY": "${API_KEY}",
+                               "SECRET": ""}
+    assert redacted["config"] == {"password": None, "require_password": True, "credentials": "[REDACTED:secret]",
+                                  "db_secret": "[REDACTED:secret]", "password_file": "./secrets/db.txt"}
+    assert redacted["usage"] == line["toolUseResult"]["usage"]
