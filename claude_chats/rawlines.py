@@ -21,8 +21,9 @@ value set again later (a title renamed back) is a line of its own.
 Each line is compressed on its own with zlib (about 2.3x on real transcripts; one row per line,
 so lines are deduplicated, redacted, purged and pushed one by one), by ``chats sync``: the hook
 stores the bytes as it read them (``import zlib`` alone costs it 0.3 ms, compressing a turn's lines
-another half millisecond). ``unpack`` takes either. ``redact_line`` redacts inside the JSON string
-values, never the raw text, so a redacted line is still valid JSON.
+another half millisecond). ``unpack`` takes either. ``redact_line`` redacts inside the JSON (its
+strings, and the values their keys name as secrets), never the raw text, so a redacted line is still
+valid JSON.
 
 Stdlib only, and not even zlib on the hook's path (it is imported by ``pack`` and ``unpack``).
 """
@@ -138,36 +139,37 @@ def is_packed(blob):
 # -- redaction inside the JSON ---------------------------------------------------------------
 
 
-def map_strings(value, fn, depth=0):
-    """``value`` with ``fn`` applied to every string value inside it (keys are left as they are)."""
-    if isinstance(value, str):
-        return fn(value)
-    if depth > 200:
-        return value
-    if isinstance(value, dict):
-        return {k: map_strings(v, fn, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [map_strings(v, fn, depth + 1) for v in value]
-    return value
-
-
 def redact_line(raw, clean):
-    """The line (bytes) with ``clean`` applied inside its JSON string values; ``raw`` itself when
-    nothing changed (or the line is not JSON: kept lines always are)."""
+    """The line (bytes) redacted inside its JSON (``redact.redact_json``: its strings through
+    ``clean``, a value whose key names a secret, what the context rules see across its strings,
+    what is nested too deep); ``raw`` itself when nothing changed; ``None`` (the line is kept as a
+    link, its bytes not at all) when it cannot be read as JSON, so a line the redaction cannot see
+    into is never kept nor pushed as it is. Read as the parser reads it (``transcript._loads``):
+    a raw control character, a NUL, a byte that is not UTF-8 do not keep a line from being redacted."""
+    from .redact import redact_json
+
     try:
         obj = jsonl.loads(raw)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):   # UnicodeDecodeError is a ValueError
+        try:
+            obj = jsonl.loads(raw.decode("utf-8-sig", "replace").replace("\x00", ""), strict=False)
+        except (ValueError, RecursionError):
+            return None
+    changed, was_changed = redact_json(obj, clean)
+    if not was_changed:
         return raw
-    changed = map_strings(obj, clean)
-    if changed == obj:
-        return raw
-    return jsonl.dumps(changed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    try:
+        return jsonl.dumps(changed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:   # a lone surrogate (written as an escape): escaped again
+        return jsonl.dumps(changed, separators=(",", ":")).encode("utf-8")
 
 
 def redact_packed(blob, clean):
-    """``redact_line`` over a packed line: the same blob when nothing changed."""
+    """``redact_line`` over a packed line: the same blob when nothing changed (``None``: a link)."""
     raw = unpack(blob)
     new = redact_line(raw, clean)
+    if new is None:
+        return None
     return pack(blob) if new is raw else pack(new)   # unchanged: not compressed a second time
 
 

@@ -114,14 +114,16 @@ def _to_original(offset, edges, is_start):
     return offset + shift
 
 
-def scan(text):
-    """Secrets in ``text`` as ``Finding`` s, in order, without overlaps."""
+def scan(text, tokens=True):
+    """Secrets in ``text`` as ``Finding`` s, in order, without overlaps (``tokens=False``: only those
+    known by their context, which ``redact_json`` looks for across a JSON document's strings)."""
     if not text or not isinstance(text, str):
         return []
     rules = _rules()
     found = []
-    for rule in rules.tokens:
-        rule.find(text, found)
+    if tokens:
+        for rule in rules.tokens:
+            rule.find(text, found)
     _context(text, _lower(text), rules, found)
     if not found:
         return found
@@ -293,7 +295,7 @@ class _Rules:
         value = (r"(?:\"(?P<dq>[^\"\\\n]{1,512})\"|'(?P<sq>[^'\\\n]{1,512})'"
                  r"|(?P<bare>[^\s\"'`,;&(){}\[\]<>|]{1,512}+))")
         # NAME=value, NAME: value, "name": "value", name := value, :name => value
-        self.assign = re.compile(r"(?:secret|token|passw(?:or)?d|passphrase|pwd|key|credentials?)"
+        self.assign = re.compile(r"(?:" + _NAME_WORDS + r")"
                                  r"(?P<tail>[A-Za-z0-9_.-]{0,30}?)[\"']?\s{0,4}(?::=|=>|[:=])\s{0,4}" + value,
                                  re.IGNORECASE)
         # prose: "my password is Tr0ub4dor&3", "the passphrase was 'c0rrect horse'" (a password word, is/was, a value)
@@ -306,12 +308,20 @@ class _Rules:
         self.slack_webhook = re.compile(r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,256}+")
         self.scheme = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*$")   # before "://", in lower case
         self.name = re.compile(r"[a-z0-9_.-]*$")                          # before a keyword, in lower case
+        self.name_word = re.compile(_NAME_WORDS)                          # in a JSON key, in lower case
+        # what transcript.clean_text takes out of a message's text before it is redacted: ANSI escapes
+        self.escapes = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][0-9A-Za-z]"
+                                  r"|\x1b[@-_]?")
         self.url = re.compile(r"[^\s:/@?#'\"<>]{0,128}+:(?P<pw>[^\s@/?#'\"<>]{1,256}+)@")
         self.auth = re.compile(r"authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?\s{0,4}(?P<scheme>bearer|basic|token|digest"
                                r"|bot)\s+(?P<v>[A-Za-z0-9._~+/-]{8,4096}+=*)", re.IGNORECASE)
         self.bearer = re.compile(r"bearer\s+(?P<v>[A-Za-z0-9._~+/-]{20,4096}+=*)", re.IGNORECASE)
         self.curl = re.compile(r"curl\b[^\n|;&]{0,200}?\s(?:-u|--user)\s+[\"']?[^\s:\"']{1,64}:(?P<v>[^\s\"']{1,256})")
 
+
+# The words that make a name (``NAME=``, ``"name":``, a JSON key) name a secret: ``secret_name``.
+_NAME_WORDS = r"secret|token|passw(?:or)?d|passphrase|pwd|key|credentials?"
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")   # of a name, after its keyword (lower case)
 
 _rule_cache = []
 
@@ -402,14 +412,21 @@ def _assignment(text, low, i, word, rules, out):
     prefix = low[start:i]
     if m.re is rules.flag and not prefix.startswith("--"):
         return
-    if word == "key" and not prefix.rstrip("_.-").endswith(_KEY_NAMES):
+    if not _names_secret(prefix, word):
         return
     name = low[start:m.end("tail")]
     value_group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
     value = m.group(value_group)
     kind = _assignment_kind(name, value)
-    if _secretish(value, 6 if kind == "password" else 8, m if value_group == "bare" else None):
+    if _secretish(value, 6 if kind == "password" else 8, m if value_group == "bare" else None) or \
+            (not m.group("tail") and len(value) >= 6 and value.isdigit()):   # PASSWORD=84629175: digits too
         out.append(Finding(kind, m.start(value_group), m.end(value_group)))
+
+
+def _names_secret(prefix, word):
+    """Whether a name holding the keyword ``word`` after ``prefix`` (its lower-case characters before
+    the keyword) names a secret: a ``key`` only as an api, access, private... key."""
+    return word != "key" or prefix.rstrip("_.-").endswith(_KEY_NAMES)
 
 
 _TRAILING = ".,;:!?)]}"
@@ -454,7 +471,8 @@ _KINDS = ("private-key", "rsa-private-key", "ec-private-key", "dsa-private-key",
           "google-api-key", "google-oauth-secret", "google-oauth-token", "github-token",
           "github-fine-grained-token", "github-oauth-token", "github-app-token", "gitlab-token", "slack-token",
           "slack-webhook", "stripe-key", "stripe-webhook-secret", "npm-token", "pypi-token", "huggingface-token",
-          "sendgrid-key", "url-password", "bearer-token", "basic-auth", "password", "token", "api-key", "secret")
+          "sendgrid-key", "url-password", "bearer-token", "basic-auth", "password", "token", "api-key", "secret",
+          "deep-json")
 
 
 _PLACEHOLDER_WORDS = frozenset("""
@@ -510,7 +528,7 @@ def _secretish(value, min_len, m=None):
         rest = m.string[m.end():m.end() + 1]
         if rest == "(" or rest == "[":          # a call or an index: code, not a value
             return False
-    if value.isdigit() or value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:")):
+    if value.isdigit() or value.startswith(_PATHS):
         return False
     core = value.strip(".-_")
     if _IDENT_CHARS.issuperset(core) and not any(c.isdigit() for c in core):
@@ -525,3 +543,187 @@ def _secretish(value, min_len, m=None):
 
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
+_PATHS = ("/", "./", "../", "~/", "http://", "https://", "file:")   # a value starting so is a path, not a secret
+
+
+# -- JSON: values named by their key ----------------------------------------------------
+
+DEEP = "deep-json"   # the kind of a JSON value nested deeper than JSON_DEPTH, redacted whole
+JSON_DEPTH = 32      # containers nested deeper are redacted whole (the real transcript lines nest 9
+                     # deep; jsonl.dumps writes no deeper either)
+_REACH = 1024        # characters: more than a context rule reads to find a secret reaching into a string
+_names_seen = {}     # secret_name's answers: a transcript's keys are a few hundred names, again and again
+
+
+def secret_name(name):
+    """How a name (a JSON key, a variable, an option) names a secret: ``None`` (it does not),
+    ``("value", name)`` (its value is one when it looks random enough: ``output_tokens``,
+    ``password_hint``) or ``("any", name)`` (whatever its value: ``password``, ``api_key``,
+    ``GITHUB_TOKEN``, ``client_secret``, ``credentials``); ``name``: its lower-case part that names
+    the secret, as the assignment rule reads it (up to 40 characters before the keyword, 30 after).
+
+    The one definition of a secret's name: ``"password": "..."`` or ``PASSWORD=...`` in a text is
+    read with the same words (``_NAME_WORDS``) and ``_names_secret``; "any": the name ends with its
+    keyword.
+    """
+    if not isinstance(name, str):
+        return None
+    if name in _names_seen:
+        return _names_seen[name]
+    low, rules, found = _lower(name), _rules(), None
+    for m in rules.name_word.finditer(low):
+        tail = low[m.end():]
+        if len(tail) > 30 or not _NAME_CHARS.issuperset(tail):
+            continue
+        start = rules.name.search(low, max(0, m.start() - 40), m.start()).start()
+        if not _names_secret(low[start:m.start()], m.group()):
+            continue
+        found = ("any" if not tail else "value", low[start:])
+        if not tail:
+            break
+    if len(name) <= 100:
+        if len(_names_seen) > 10_000:
+            _names_seen.clear()
+        _names_seen[name] = found
+    return found
+
+
+def redact_json(value, clean=None):
+    """``(value, changed)``: a parsed JSON document with its secrets redacted as ``redact`` finds them
+    in its text, and whether anything changed.
+
+    Each string (a key too) goes through ``clean`` (``redact``, or the same remembering its answers);
+    a value whose key names a secret whatever it holds (``secret_name``: ``password``, ``api_key``...)
+    is redacted whole, a number or an object as well as a string; then the context rules run over
+    the document written as compact JSON as it came (the message text's redaction sees it so), so
+    a value is seen after its key as in the message text
+    (``"output_tokens":...``, ``"Authorization":"Bearer ..."``, a sentence that a string ends and
+    the next one goes on), and every value a finding reaches from outside it is redacted whole (one
+    the string gives alone is ``clean``'s to make: there, the escapes of the JSON text, ``\\n``
+    between two words, are not what the string holds). Containers nested deeper than ``JSON_DEPTH``
+    are redacted whole: there is no depth past which nothing is redacted. Booleans and nulls are
+    left as they are (they hold no secret). A string holding NULs or ANSI escapes, which the message
+    text loses before it is redacted, is redacted without them when that finds a secret.
+    """
+    walk = _JsonWalk(clean or redact)
+    new = walk.value(value, 0, None, None)
+    if walk.leaves:
+        found = scan("".join(walk.parts), tokens=False)
+        if found:
+            walk.redact_reached(found)
+    return new, walk.changed
+
+
+class _JsonWalk:
+    """The document cleaned, and written as compact JSON as it was (as the message text holds it)
+    in the same pass (``parts``); ``leaves``: ``(part, container, key)`` of every string and number
+    of the cleaned document, in order (what a finding may redact)."""
+
+    __slots__ = ("clean", "parts", "leaves", "changed", "quote")
+
+    def __init__(self, clean):
+        try:
+            from _json import encode_basestring as quote
+        except ImportError:  # pragma: no cover - not CPython
+            from json.encoder import py_encode_basestring as quote
+        self.clean, self.parts, self.leaves, self.changed, self.quote = clean, [], [], False, quote
+
+    def leaf(self, text, parent, key):
+        if len(text) > 2 * _REACH + 2:   # its middle is no finding's: one from outside reaches in less
+            text = text[:_REACH] + "\n" + text[-_REACH:]
+        if parent is not None:
+            self.leaves.append((len(self.parts), parent, key))
+        self.parts.append(text)
+
+    def value(self, value, depth, parent, key):
+        if isinstance(value, str):
+            new = self.clean(value)
+            if "\x00" in value or "\x1b" in value:   # the message text is redacted without them
+                bare = _rules().escapes.sub("", value.replace("\x00", "")) if "\x1b" in value else \
+                    value.replace("\x00", "")
+                if self.clean(bare) != bare:
+                    new = self.clean(bare)
+            if new != value:
+                self.changed = True
+            self.leaf(self.quote(value), parent, key)
+            return new
+        if value is None or value is True or value is False:
+            self.parts.append("null" if value is None else "true" if value else "false")
+            return value
+        if isinstance(value, (int, float)):
+            self.leaf(repr(value), parent, key)
+            return value
+        if not isinstance(value, (dict, list)):
+            return value
+        emit = self.parts.append
+        if depth >= JSON_DEPTH:
+            self.changed = True
+            emit(self.quote(placeholder(DEEP)))
+            return placeholder(DEEP)
+        if isinstance(value, list):
+            out = [None] * len(value)
+            emit("[")
+            for n, item in enumerate(value):
+                if n:
+                    emit(",")
+                out[n] = self.value(item, depth + 1, out, n)
+            emit("]")
+            return out
+        out = {}
+        emit("{")
+        for k, item in value.items():
+            if out:
+                emit(",")
+            new_key = self.clean(k)
+            if new_key != k:
+                self.changed = True
+                while new_key in out:   # two keys redacted alike: both kept
+                    new_key += "'"
+            emit(self.quote(k))
+            emit(":")
+            named = secret_name(new_key)
+            if named is not None and named[0] == "any" and _holds_value(item):
+                self.changed = True
+                self.value(item, depth + 1, None, None)   # written, for what follows it
+                out[new_key] = placeholder(_assignment_kind(named[1], item if isinstance(item, str) else ""))
+            else:
+                out[new_key] = self.value(item, depth + 1, out, new_key)
+        emit("}")
+        return out
+
+    def redact_reached(self, findings):
+        """Each value a finding of the written document reaches from outside it, redacted whole."""
+        from bisect import bisect_right
+
+        offsets, at = [], 0
+        for part in self.parts:
+            offsets.append(at)
+            at += len(part)
+        starts = [offsets[n] for n, _parent, _key in self.leaves]
+        for f in findings:
+            n = max(bisect_right(starts, f.start) - 1, 0)
+            text = self.parts[self.leaves[n][0]]
+            if starts[n] < f.start and f.end < starts[n] + len(text) and \
+                    (f.start - starts[n], f.end - starts[n]) in {(g.start, g.end) for g in scan(text, tokens=False)}:
+                continue   # found in the string alone: clean's to find (as it holds it, without escapes)
+            for start, (part, parent, key) in zip(starts[n:], self.leaves[n:]):
+                if start >= f.end:
+                    break
+                if start + len(self.parts[part]) > f.start and not _redacted(parent[key]):
+                    parent[key] = placeholder(f.kind)
+                    self.changed = True
+
+
+def _redacted(value):
+    return isinstance(value, str) and value.startswith("[REDACTED:") and value.endswith("]")
+
+
+def _holds_value(value):
+    """Whether a value under a secret's name may hold the secret: a number, a string that is not a
+    placeholder (``$TOKEN``, ``<your-key>``, ``[REDACTED:...]``) nor a path (``"PWD": "/work/proj"``),
+    a container that is not empty."""
+    if value is None or value is True or value is False:
+        return False
+    if isinstance(value, str):
+        return not _placeholder(value) and not value.startswith(_PATHS)
+    return bool(value) if isinstance(value, (dict, list)) else isinstance(value, (int, float))

@@ -176,7 +176,8 @@ def redact_stored(conn, clean, dry_run=False):
     (pushed redacted when ``redact`` is on). Then, as ``chats purge`` does, the
     FTS index is merged and the file vacuumed with ``secure_delete`` and its WAL
     checkpointed, so the old text is left in no old index segment, free page or
-    WAL frame. The transcript lines kept for restore are redacted inside their JSON strings.
+    WAL frame. The transcript lines kept for restore are redacted inside their JSON
+    (``rawlines.redact_line``: the values their keys name as secrets too).
     Returns ``{"messages", "sessions", "vectors", "lines", "scrubbed"}``.
     """
     counts = {"messages": 0, "sessions": 0, "vectors": 0, "scrubbed": False}
@@ -226,8 +227,8 @@ def _rewrite_kept_lines(conn, clean, dry_run):
         for rid, line in rows:
             raw = rawlines.unpack(line)
             new = rawlines.redact_line(raw, clean)
-            if new is not raw:
-                changed.append((rawlines.pack(new), rid))
+            if new is not raw:   # None: a line the redaction cannot read, kept as a link
+                changed.append((None if new is None else rawlines.pack(new), rid))
         count += len(changed)
         if changed and not dry_run:
             with Immediate(conn):
