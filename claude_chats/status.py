@@ -11,7 +11,7 @@ import time
 
 from . import config, install, paths
 from .errors import ConfigError
-from .localstore import vectors
+from .localstore import erase, vectors
 from .localstore.journal import Journal
 from .models import embedder
 from .models.recipe import recipe_for
@@ -74,7 +74,8 @@ def journal_section():
     path = paths.journal_path()
     empty = {"path": path, "exists": os.path.exists(path), "bytes": file_bytes(path),
              "sessions": 0, "messages": 0, "pending": 0, "synced": 0}
-    return _with_journal(lambda j: {**empty, **j.counts(), "skipped_lines": j.skipped_lines()}, empty)
+    return _with_journal(lambda j: {**empty, **j.counts(), "skipped_lines": j.skipped_lines(),
+                                    "tombstones_waiting": erase.waiting(j.conn)}, empty)
 
 
 def _state(journal, key):
@@ -249,6 +250,9 @@ def _journal_lines(r):
         top = ", ".join(f"{reason} {count:,}" for reason, count in list(skipped.items())[:6])
         lines.append(f"transcript lines not stored: {sum(skipped.values()):,} ({top}"
                      + (", ..." if len(skipped) > 6 else "") + ")")
+    if j.get("tombstones_waiting"):
+        lines.append(f"{j['tombstones_waiting']} tombstones from other machines wait for confirmation (nothing "
+                     "removed): `chats purge --apply-remote --dry-run` lists them")
     return lines + ([f"error: {j['error']}"] if j.get("error") else [])
 
 

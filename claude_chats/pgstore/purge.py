@@ -106,9 +106,18 @@ def as_stored(target, clean):
     return replace(target, value=clean(target.value))
 
 
+TOMBSTONE_CHARS = 4096   # of a target, read: a longer one is refused whole (its length says so)
+MACHINE_CHARS = 200
+
+
 def tombstones(conn):
-    """``[(id, kind, target, created_at)]`` of every tombstone, oldest first."""
-    return conn.execute("SELECT id, kind, target, created_at FROM purges ORDER BY id").fetchall()
+    """``[(id, kind, target, created_at, machine)]`` of every tombstone, oldest first, as another
+    machine (or anyone who may INSERT) wrote them: a target read up to ``TOMBSTONE_CHARS + 1``
+    characters, a date that is not finite (``infinity``) as None."""
+    return conn.execute(
+        f"SELECT id, left(kind, 20), left(target, {TOMBSTONE_CHARS + 1}), "
+        f"CASE WHEN isfinite(created_at) THEN created_at END, left(machine, {MACHINE_CHARS}) "
+        "FROM purges ORDER BY id").fetchall()
 
 
 def iso_utc(moment):
