@@ -195,3 +195,14 @@ def test_five_sessions_a_day_add_up_across_syncs(shared):
     report = chats_json("sync")
     assert report["purges"]["pending"] and sessions() == sorted(second), report["purges"]
     assert first
+
+
+def test_a_tombstone_seen_before_the_file_keeps_it_out_of_a_later_import(shared):
+    """Another machine purged a session this one has not read yet: reading it later stores nothing of it."""
+    other = imported("other")[0]
+    gone = session_id("not read yet")
+    tombstone(shared, "session", gone)
+    assert chats_json("sync")["ok"]
+    session_file(gone, ["what the other machine purged"], APP)
+    chats_json("import")
+    assert sessions() == [other]
