@@ -11,10 +11,14 @@ and a tombstone covers only what was written before this machine saw it.
 import json
 import time
 
+import psycopg
 import pytest
 
+from claude_chats.localstore.erase import Target
 from claude_chats.localstore.journal import Journal
-from tests.support.machines import chats_json, chats_run, hostile_role, session_file, session_id, tombstone
+from claude_chats.pgstore import purge as pgpurge
+from tests.support.machines import (chats_json, chats_run, hostile_role, session_file, session_id, tombstone,
+                                    without_date_check)
 from tests.support.stand_ins import EmbedServer, provider_env
 
 APP = "/work/app"
@@ -56,8 +60,9 @@ def later(seconds):
     return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + seconds))
 
 
-def test_a_tombstone_of_everything_dated_in_the_future_is_refused_and_said(shared):
+def test_a_tombstone_of_everything_dated_in_the_future_is_refused_and_said(shared, pg_db_url):
     kept = imported("one", "two") + imported("three", cwd="/srv/other/place")
+    without_date_check(pg_db_url)
     tombstone(shared, "project", "/", "100 years", machine="x")
     report = chats_json("sync")
     assert report["ok"] and sessions() == sorted(kept), report
@@ -99,13 +104,14 @@ HOSTILE = [
 ]
 
 
-def test_too_wide_or_malformed_tombstones_are_refused_every_one(shared, monkeypatch):
+def test_too_wide_or_malformed_tombstones_are_refused_every_one(shared, pg_db_url, monkeypatch):
     monkeypatch.setenv("HOME", "/work/me")
+    without_date_check(pg_db_url)
     one, two = imported("one", "two")
     for kind, target, ahead in HOSTILE:
         target = target.replace("{one}", one)
         if ahead == "infinity":
-            with __import__("psycopg").connect(shared, autocommit=True) as conn:
+            with psycopg.connect(shared, autocommit=True) as conn:
                 conn.execute("INSERT INTO purges (kind, target, created_at, machine) VALUES (%s, %s, 'infinity', 'x')",
                              (kind, target))
         else:
@@ -206,3 +212,16 @@ def test_a_tombstone_seen_before_the_file_keeps_it_out_of_a_later_import(shared)
     session_file(gone, ["what the other machine purged"], APP)
     chats_json("import")
     assert sessions() == [other]
+
+
+def test_postgres_itself_refuses_a_tombstone_dated_ahead_and_a_fast_clock_still_purges(shared, pg_db_url):
+    for ahead in ("11 minutes", "100 years"):
+        with pytest.raises(psycopg.errors.CheckViolation):
+            tombstone(shared, "project", "/", ahead)
+    with psycopg.connect(shared, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("INSERT INTO purges (kind, target, created_at) VALUES ('session', 'x', 'infinity')")
+        # a machine whose clock is far ahead still records its purge: dated by the server's clock then
+        pgpurge.purge_postgres(conn, Target("session", session_id("fast")), "2999-01-01T00:00:00.000Z", "fast")
+        ahead, = conn.execute("SELECT created_at > now() FROM purges WHERE machine = 'fast'").fetchone()
+    assert ahead is False

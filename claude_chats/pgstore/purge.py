@@ -94,8 +94,9 @@ def purge_postgres(conn, target, created_at, machine=None, clean=None):
     stored = as_stored(target, clean)
     if stored != target:
         counts = {k: v + w for (k, v), w in zip(counts.items(), delete_postgres(conn, stored).values())}
-    conn.execute("INSERT INTO purges (kind, target, created_at, machine) VALUES (%s, %s, %s, %s)",
-                 (stored.kind, stored.value, created_at, machine))
+    # dated by the earlier clock, this machine's or the server's: never ahead of what sql/0006 allows
+    conn.execute("INSERT INTO purges (kind, target, created_at, machine) VALUES (%s, %s, least(%s::timestamptz, "
+                 "now()), %s)", (stored.kind, stored.value, created_at, machine))
     return counts
 
 

@@ -3,7 +3,8 @@
 ``hostile_role(url)`` is a login role with the run-time grants RELIABILITY.md documents (SELECT,
 INSERT, UPDATE, DELETE on the tables, no ownership): what any machine holding the shared URL may
 do. ``tombstone(url, kind, target, age=..., machine=...)`` is its plain INSERT into ``purges``.
-``chats_run(*args)`` runs ``chats`` as a fresh process (the environment as the test set it).
+``without_date_check(url)`` drops Postgres' own check on a tombstone's date (sql/0006), as its owner
+may. ``chats_run(*args)`` runs ``chats`` as a fresh process (the environment as the test set it).
 ``session_file(session, texts, cwd, ts)`` writes a Claude Code transcript into the projects folder.
 """
 
@@ -48,6 +49,13 @@ def tombstone(url, kind, target, ahead="0 seconds", machine="other-machine"):
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("INSERT INTO purges (kind, target, created_at, machine) "
                      "VALUES (%s, %s, now() + %s::interval, %s)", (kind, target, ahead, machine))
+
+
+def without_date_check(url):
+    """Drop Postgres' own check on a tombstone's date (sql/0006), as an owner may, or as a database
+    holds rows dated ahead from before it: what every machine's sync must then refuse itself."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE purges DROP CONSTRAINT IF EXISTS purges_not_ahead")
 
 
 def chats_run(*args, input=None):
