@@ -30,7 +30,7 @@ SEEN_STATE = "purges_seen"
 
 # A tombstone from Postgres is anyone's INSERT (any role that may write, the run-time role
 # included), so before it deletes anything here it must look like a person's deliberate purge:
-CLOCK_SKEW = timedelta(minutes=10)   # dated later than this machine's clock plus this: refused. NTP
+CLOCK_SKEW = timedelta(minutes=10)   # dated later than the server's clock plus this: refused. NTP
 #   keeps clocks within a second; ten minutes allows an unsynchronised laptop and still refuses the
 #   "dated in the future" row that would cover every session recorded until that date.
 CONFIRM_ABOVE = 5                     # sessions (subagents not counted) that Postgres' tombstones may
@@ -75,11 +75,14 @@ def apply_tombstones(jconn, conn, now=None):
     (``refusal``: dated in the future, a target that takes everything or too much) and kept as
     quarantined; held as pending when, with what Postgres' tombstones removed here in the last
     ``CONFIRM_WINDOW``, they would remove more than ``CONFIRM_ABOVE`` sessions; else applied, and
-    covering what was written up to the earlier of its date and now (a row dated ahead never
-    covers what is recorded later). The journal's tombstones in force apply again at every sync.
+    covering what was written up to the earlier of its date and this machine's clock (a row dated
+    ahead never covers what is recorded later here). The date is judged against the server's
+    clock, which no machine's role can set and every machine sees alike (a machine whose own clock
+    is slow does not refuse a fresh tombstone). The journal's tombstones in force apply again at
+    every sync.
     ``outcome``: ``{"applied": n, "removed": [...], "quarantined": [...], "pending": [...]}``.
     """
-    now = now or datetime.now(timezone.utc)
+    now, server = now or datetime.now(timezone.utc), pgpurge.server_now(conn)
     seen, known = _seen(jconn), erase.remote_ids(jconn)
     outcome = {"applied": 0, "removed": [], "quarantined": [], "pending": []}
     fresh, last = [], seen
@@ -87,7 +90,7 @@ def apply_tombstones(jconn, conn, now=None):
         last = max(last, tid)
         if tid in known:
             continue
-        why = refusal(kind, value, created, now)
+        why = refusal(kind, value, created, server)
         target = Target(kind, value, pgpurge.iso_utc(min(created, now) if created is not None else now))
         if why:
             erase.remember(jconn, target, "quarantined", tid, machine, why)
@@ -156,7 +159,7 @@ def refusal(kind, value, created, now, home=None):
     """Why a tombstone from Postgres must not be applied here, in one line (None: it may be).
 
     Refused: a kind this version does not know; an empty target, or one holding control characters
-    (NUL, a newline, ESC); a date that is missing, not finite, or later than ``now`` plus
+    (NUL, a newline, ESC); a date that is missing, not finite, or later than ``now`` (the server's) plus
     ``CLOCK_SKEW``; a session id longer than ``SESSION_CHARS``; a project path that is not absolute
     and normal as ``chats purge`` writes it (``Target.of``: no trailing ``/``, no ``//``, ``.``
     or ``..``), or one that takes too much: fewer than two folders below ``/`` (three below
@@ -172,8 +175,8 @@ def refusal(kind, value, created, now, home=None):
     if created is None:
         return "no finite date"
     if created > now + CLOCK_SKEW:
-        return (f"dated {pgpurge.iso_utc(created)}, more than {CLOCK_SKEW.seconds // 60} min ahead of this "
-                "machine's clock")
+        return (f"dated {pgpurge.iso_utc(created)}, more than {CLOCK_SKEW.seconds // 60} min ahead of the "
+                "server's clock")
     if kind == "session":
         return f"a session id of {len(value)} characters" if len(value) > SESSION_CHARS else None
     if len(value) > pgpurge.TOMBSTONE_CHARS:

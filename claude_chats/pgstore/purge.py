@@ -121,6 +121,11 @@ def tombstones(conn):
         "FROM purges ORDER BY id").fetchall()
 
 
+def server_now(conn):
+    """The server's clock: the one time every machine sharing the database sees alike."""
+    return conn.execute("SELECT now()").fetchone()[0]
+
+
 def iso_utc(moment):
     """A timestamptz as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (the transcripts' form, which SQLite reads)."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
