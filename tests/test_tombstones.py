@@ -225,3 +225,13 @@ def test_postgres_itself_refuses_a_tombstone_dated_ahead_and_a_fast_clock_still_
         pgpurge.purge_postgres(conn, Target("session", session_id("fast")), "2999-01-01T00:00:00.000Z", "fast")
         ahead, = conn.execute("SELECT created_at > now() FROM purges WHERE machine = 'fast'").fetchone()
     assert ahead is False
+
+
+def test_a_tombstone_is_judged_once_a_later_update_of_its_row_changes_nothing(shared):
+    gone, *kept = imported("gone", "kept", "also kept")
+    tombstone(shared, "session", gone)
+    assert chats_json("sync")["purges"]["applied"] == 1
+    with psycopg.connect(shared, autocommit=True) as conn:   # the other role may UPDATE: it widens the row
+        conn.execute("UPDATE purges SET kind = 'project', target = %s", (APP,))
+    report = chats_json("sync")
+    assert sessions() == sorted(kept), report["purges"]
