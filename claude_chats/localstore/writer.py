@@ -251,11 +251,12 @@ def _not_purged(conn, result, records, stats):
     folders = {r.session_id: r.cwd for r, *_ in records if r.cwd}
     names = {r.session_id for r, *_ in records} | {r.parent_session_id for r, *_ in records if r.parent_session_id}
     names |= {line[0] for line in result.raw}
+    above = set()
     for cwd in set(folders.values()):   # /a/b: /a/b, /a and /
-        while cwd not in names:
-            names.add(cwd)
+        while cwd not in above:
+            above.add(cwd)
             cwd = cwd.rpartition("/")[0] or "/"
-    names.discard(None)
+    names = (names | above) - {None}
     if not names:
         return records
     names = list(names)
