@@ -99,7 +99,7 @@ def apply_tombstones(jconn, conn, now=None):
         targets = _local_targets(jconn, target)
         fresh.append((tid, target, machine, targets, *_covered(jconn, targets)))
     coming = sum(f[4] for f in fresh)
-    recent = erase.remote_sessions_since(jconn, pgpurge.iso_utc(now - CONFIRM_WINDOW))
+    recent = erase.remote_sessions_since(jconn, pgpurge.iso_utc(now - CONFIRM_WINDOW), confirmed=False)
     hold = coming and recent + coming > CONFIRM_ABOVE
     removed, dirty, mine = 0, False, set()
     for tid, target, machine, targets, sessions, messages in fresh:

@@ -181,7 +181,7 @@ def test_more_than_five_sessions_wait_for_the_person(shared):
     assert code == 0 and sessions() == sorted(many)         # still held, at every sync
     code, out, _ = chats_run("status", "--offline")
     assert "1 tombstones from other machines wait for confirmation" in out, out
-    assert chats_json("status", "--offline")["journal"]["tombstones_waiting"] == 1
+    assert chats_json("status", "--offline")["journal"]["tombstones"]["waiting"] == 1
     preview = chats_json("purge", "--apply-remote", "--dry-run")
     assert preview["sessions"] == 7 and sessions() == sorted(many), preview
     code, out, _ = chats_run("purge", "--apply-remote", input="n\n")
@@ -189,7 +189,13 @@ def test_more_than_five_sessions_wait_for_the_person(shared):
     done = chats_json("purge", "--apply-remote", "--yes")
     assert done["sessions"] == 7 and sessions() == [], done
     assert "no tombstones from other machines are waiting" in chats_run("purge", "--apply-remote")[1]
-    assert chats_json("sync")["ok"] and chats_json("status", "--offline")["journal"]["tombstones_waiting"] == 0
+    assert chats_json("sync")["ok"]
+    status = chats_json("status", "--offline")["journal"]["tombstones"]
+    assert status == {"waiting": 0, "refused": 0, "removed_sessions": 7}, status
+    assert "tombstones from other machines removed 7 sessions here" in chats_run("status", "--offline")[1]
+    confirmed_then = imported("after", cwd="/work/elsewhere")   # what the person confirmed is not the budget
+    tombstone(shared, "session", confirmed_then[0])
+    assert chats_json("sync")["purges"]["applied"] == 1 and sessions() == []
 
 
 def test_five_sessions_a_day_add_up_across_syncs(shared):

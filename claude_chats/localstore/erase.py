@@ -286,20 +286,29 @@ def remote_ids(conn):
     return {i for (i,) in conn.execute("SELECT remote_id FROM tombstones WHERE remote_id IS NOT NULL")}
 
 
+CONFIRMED = "confirmed (chats purge --apply-remote)"
+
+
 def mark_applied(conn, tombstone_id, sessions, messages):
-    conn.execute("UPDATE tombstones SET state = 'applied', reason = NULL, sessions = ?, messages = ? WHERE id = ?",
-                 (sessions, messages, tombstone_id))
+    """A held tombstone the person confirmed: applied, and not counted in what the sync applies alone."""
+    conn.execute("UPDATE tombstones SET state = 'applied', reason = ?, sessions = ?, messages = ? WHERE id = ?",
+                 (CONFIRMED, sessions, messages, tombstone_id))
 
 
-def remote_sessions_since(conn, since):
-    """Sessions removed here by Postgres' tombstones recorded since ``since`` (ISO UTC)."""
+def remote_sessions_since(conn, since, confirmed=True):
+    """Sessions removed here by Postgres' tombstones recorded since ``since`` (ISO UTC); ``confirmed``:
+    with those the person confirmed (else only those the sync applied on its own)."""
     return conn.execute("SELECT coalesce(sum(sessions), 0) FROM tombstones WHERE state = 'applied' AND "
-                        "remote_id IS NOT NULL AND julianday(seen_at) >= julianday(?)", (since,)).fetchall()[0][0]
+                        "remote_id IS NOT NULL AND julianday(seen_at) >= julianday(?) AND (? OR reason IS NULL)",
+                        (since, int(confirmed))).fetchall()[0][0]
 
 
-def waiting(conn):
-    """How many tombstones from Postgres wait for ``chats purge --apply-remote`` (0 on a journal before 0005)."""
+def remote_summary(conn, since):
+    """For ``chats status``: tombstones from Postgres waiting for ``chats purge --apply-remote``, those
+    refused, and the sessions they removed here since ``since`` (ISO UTC); zeros before migration 0005."""
     try:
-        return conn.execute("SELECT count(*) FROM tombstones WHERE state = 'pending'").fetchall()[0][0]
+        waiting, refused = conn.execute("SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER "
+                                        "(WHERE state = 'quarantined') FROM tombstones").fetchall()[0]
+        return {"waiting": waiting, "refused": refused, "removed_sessions": remote_sessions_since(conn, since)}
     except apsw.SQLError:   # a journal opened read-only before migration 0005: no tombstones table
-        return 0
+        return {"waiting": 0, "refused": 0, "removed_sessions": 0}
