@@ -241,3 +241,19 @@ def test_a_tombstone_is_judged_once_a_later_update_of_its_row_changes_nothing(sh
         conn.execute("UPDATE purges SET kind = 'project', target = %s", (APP,))
     report = chats_json("sync")
     assert sessions() == sorted(kept), report["purges"]
+
+
+def test_a_runtime_role_without_update_or_delete_on_purges_still_purges_and_syncs(shared, pg_db_url, monkeypatch):
+    """What RELIABILITY.md recommends: the run-time role may only INSERT and read tombstones (no one
+    widens or removes a row another machine has not applied yet); chats purge and sync need no more."""
+    gone, kept = imported("gone", "kept")
+    assert chats_json("sync")["ok"]
+    with psycopg.connect(pg_db_url, autocommit=True) as admin:
+        admin.execute(f"REVOKE UPDATE, DELETE ON purges FROM {psycopg.conninfo.conninfo_to_dict(shared)['user']}")
+    monkeypatch.setenv("DATABASE_URL", shared)
+    assert chats_json("purge", "--session", gone, "--yes")["postgres"] == "purged"
+    assert chats_json("sync")["ok"] and sessions() == [kept]
+    with psycopg.connect(shared, autocommit=True) as conn:
+        for sql in ("UPDATE purges SET target = '/'", "DELETE FROM purges"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql)
