@@ -4,9 +4,15 @@ The journal's side is ``localstore.erase`` (rows, FTS, vectors, then the file
 scrubbed), Postgres' side ``pgstore.purge`` (deletes and tombstones). When
 Postgres is reachable the purge is applied there at once, else it waits in the
 journal's ``purge_queue`` and the next ``chats sync`` applies it
-(``sync_purges``). Either way a tombstone goes into Postgres, and every
-machine's sync applies every tombstone to its own journal before pushing, so no
-journal puts a purged conversation back.
+(``sync_purges``). Either way a tombstone goes into Postgres, and the journal
+keeps one too (the hook and ``chats import`` consult it: a purged session does not
+come back when its file is read again).
+
+A tombstone in Postgres is anyone's INSERT, so every machine's sync judges each
+one once (``apply_tombstones``): refused when dated ahead of the server's clock or
+naming too wide a folder, kept aside for ``chats purge --apply-remote`` when more
+than ``CONFIRM_ABOVE`` sessions a day would go, else applied to what was written
+before this machine saw it; the sync says what each removed, refused or held.
 """
 
 import os

@@ -2,8 +2,9 @@
 
 ``purge_postgres(conn, target, created_at, machine)`` deletes what a
 ``localstore.erase.Target`` covers (vectors cascade) and records a tombstone in
-Postgres' ``purges`` table (sql/0002_purges.sql). Every machine's sync applies
-every tombstone to its own journal before pushing (``purge.sync_purges``), so
+Postgres' ``purges`` table (sql/0002_purges.sql; sql/0006 refuses one dated ahead).
+Every machine's sync judges every tombstone and applies those that look like a
+person's purge to its own journal before pushing (``purge.sync_purges``), so
 no journal puts a purged conversation back. A tombstone covers what was
 written up to its time: a session continued after the purge keeps its new
 messages.
@@ -116,7 +117,7 @@ def tombstones(conn):
     machine (or anyone who may INSERT) wrote them: a target read up to ``TOMBSTONE_CHARS + 1``
     characters, a date that is not finite (``infinity``) as None."""
     return conn.execute(
-        f"SELECT id, left(kind, 20), left(target, {TOMBSTONE_CHARS + 1}), "
+        f"SELECT id, coalesce(left(kind, 20), ''), coalesce(left(target, {TOMBSTONE_CHARS + 1}), ''), "
         f"CASE WHEN isfinite(created_at) THEN created_at END, left(machine, {MACHINE_CHARS}) "
         "FROM purges ORDER BY id").fetchall()
 
