@@ -11,7 +11,7 @@ import time
 
 from . import config, install, paths
 from .errors import ConfigError
-from .localstore import vectors
+from .localstore import erase, vectors
 from .localstore.journal import Journal
 from .models import embedder
 from .models.recipe import recipe_for
@@ -74,7 +74,15 @@ def journal_section():
     path = paths.journal_path()
     empty = {"path": path, "exists": os.path.exists(path), "bytes": file_bytes(path),
              "sessions": 0, "messages": 0, "pending": 0, "synced": 0}
-    return _with_journal(lambda j: {**empty, **j.counts(), "skipped_lines": j.skipped_lines()}, empty)
+    return _with_journal(lambda j: {**empty, **j.counts(), "skipped_lines": j.skipped_lines(),
+                                    "tombstones": erase.remote_summary(j.conn, _days_ago(TOMBSTONE_DAYS))}, empty)
+
+
+TOMBSTONE_DAYS = 7   # what other machines' tombstones removed here lately (a scheduled sync prints to no one)
+
+
+def _days_ago(days):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - days * 86400))
 
 
 def _state(journal, key):
@@ -249,7 +257,22 @@ def _journal_lines(r):
         top = ", ".join(f"{reason} {count:,}" for reason, count in list(skipped.items())[:6])
         lines.append(f"transcript lines not stored: {sum(skipped.values()):,} ({top}"
                      + (", ..." if len(skipped) > 6 else "") + ")")
+    lines += _tombstone_lines(j.get("tombstones") or {})
     return lines + ([f"error: {j['error']}"] if j.get("error") else [])
+
+
+def _tombstone_lines(t):
+    lines = []
+    if t.get("removed_sessions"):
+        lines.append(f"tombstones from other machines removed {t['removed_sessions']} sessions here in the last "
+                     f"{TOMBSTONE_DAYS} days")
+    if t.get("waiting"):
+        lines.append(f"{t['waiting']} tombstones from other machines wait for confirmation (nothing removed): "
+                     "`chats purge --apply-remote --dry-run` lists them")
+    if t.get("refused"):
+        lines.append(f"{t['refused']} tombstones from other machines refused (dated ahead, or too wide): "
+                     "never applied")
+    return lines
 
 
 def _hook_lines(r):

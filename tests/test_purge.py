@@ -3,6 +3,7 @@
 import json
 import os
 import struct
+import time
 
 import pytest
 
@@ -65,6 +66,11 @@ def add_vectors(conn):
                      (mid, struct.pack("4f", 0.25 * mid, 1.5, 2.5, 3.5)))
 
 
+def later(minutes=1):
+    """A transcript timestamp ``minutes`` from now: a line written after what a test does now."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 60 * minutes))
+
+
 def file_bytes():
     base = paths.journal_path()
     return b"".join(open(p, "rb").read() for p in (base, base + "-wal", base + "-shm") if os.path.exists(p))
@@ -104,7 +110,7 @@ def test_purged_lines_are_not_imported_again_but_new_turns_are(histories):
     chats("purge", "--session", "s-secret", "--yes")
     assert chats("import").exit_code == 0
     assert "s-secret" not in sessions()
-    transcript("s-secret", ["a new turn after the purge"], "/work/app", ts="2026-02-01T00:00:00.000Z")
+    transcript("s-secret", ["a new turn after the purge"], "/work/app", ts=later())   # dated after the purge
     chats("import")
     with Journal.open() as journal:
         assert [m["content"] for m in journal.messages("s-secret")] == ["a new turn after the purge"]
@@ -141,6 +147,11 @@ def sync(url, journal_path=None):
     return report
 
 
+def counts(purges):
+    """The counts of a sync's ``purges`` (without the lists of what the tombstones did)."""
+    return {k: purges[k] for k in ("pushed", "applied")}
+
+
 def pg_state(url):
     with PgStore.open(url) as store:
         conn = store.conn
@@ -175,7 +186,7 @@ def test_postgres_down_queues_and_the_next_sync_applies_it(histories, pg_db_url,
         assert [q["target"] for q in erase.queued(journal.conn)] == ["/work/app"]
     assert pg_state(pg_db_url)[1] == 2                         # still there: Postgres was down
     report = sync(pg_db_url)                                   # the next sync that reaches Postgres applies it
-    assert report.purges == {"pushed": 1, "applied": 0}
+    assert counts(report.purges) == {"pushed": 1, "applied": 0}
     with Journal.open() as journal:
         assert erase.queued(journal.conn) == []
     assert pg_state(pg_db_url)[:2] == (["s-other"], 0)
@@ -194,14 +205,14 @@ def test_a_purge_reaches_every_machine_and_none_pushes_it_back(histories, pg_db_
         report = purge.purge(erase.Target.of(session="s-secret"), config.load({"database_url": pg_db_url}),
                              journal=journal)
     assert report.postgres == "purged"
-    assert sync(pg_db_url, b).purges == {"pushed": 0, "applied": 1}     # B's own sync, nothing else
+    assert counts(sync(pg_db_url, b).purges) == {"pushed": 0, "applied": 1}     # B's own sync, nothing else
     assert pg_state(pg_db_url)[1] == 0
     with Journal.open(b) as journal:
         assert fulltext(journal, SECRET) == []
         assert sorted(r[0] for r in journal.conn.execute("SELECT id FROM sessions")) == ["s-keep"]
     assert SECRET.encode() not in open(b, "rb").read()
     with Journal.open(b) as journal, PgStore.open(pg_db_url) as store:    # seen: nothing to do any more
-        assert purge.sync_purges(journal, store) == {"pushed": 0, "applied": 0}
+        assert counts(purge.sync_purges(journal, store)) == {"pushed": 0, "applied": 0}
 
 
 def test_a_tombstone_keeps_what_was_written_after_it(pg_db_url, tmp_path):

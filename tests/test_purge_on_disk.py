@@ -29,6 +29,7 @@ from click.testing import CliRunner
 
 from claude_chats import paths
 from claude_chats.cli import main
+from tests.support.machines import RUNTIME_GRANTS
 from tests.support.stand_ins import chats, line, write
 
 SESSION, KEPT = "sess-purge-on-disk", "sess-kept-on-disk"
@@ -150,14 +151,6 @@ def test_a_purged_session_leaves_no_byte_in_the_journal_logs_or_postgres_data_di
     assert left == {}, f"the purged session's text is still on disk: {left}; purge said {purged}"
     kept = json.loads(chats("search", "--json", "--mode", "fulltext", "ordinary kept answer"))
     assert kept["hits"] and kept["source"] == "postgres"
-
-
-RUNTIME_GRANTS = """
-GRANT CONNECT ON DATABASE {db} TO {role};
-GRANT USAGE ON SCHEMA public TO {role};
-GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};
-GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role};
-"""
 
 
 def test_a_purge_as_the_least_privilege_role_deletes_and_says_what_stays_on_disk(pg_db_url, test_model_path,

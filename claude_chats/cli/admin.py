@@ -159,13 +159,20 @@ def doctor_cmd(as_json):
 @click.command("purge")
 @click.option("--session", "session_id", metavar="ID", help="A session (its subagents go with it).")
 @click.option("--project", metavar="PATH", help="A project folder and every folder below it.")
+@click.option("--apply-remote", is_flag=True,
+              help="Apply the tombstones from other machines that `chats sync` kept aside (too many sessions).")
 @click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def purge_cmd(session_id, project, dry_run, yes, as_json):
+def purge_cmd(session_id, project, apply_remote, dry_run, yes, as_json):
     """Remove conversations from the journal, its vectors and Postgres (queued when unreachable)."""
     from .. import purge
 
+    if apply_remote:
+        if session_id or project:
+            raise click.UsageError("--apply-remote takes no --session or --project")
+        _apply_remote(purge, dry_run, yes, as_json)
+        return
     target = purge.Target.of(session_id, project)
     preview = purge.purge(target, dry_run=True)
     if not preview.local["messages"] and preview.postgres == "not configured":
@@ -178,6 +185,34 @@ def purge_cmd(session_id, project, dry_run, yes, as_json):
     if not yes:
         click.confirm("Purge this for good (there is no undo)?", abort=True)
     _show_purge(purge.purge(target), as_json)
+
+
+def _apply_remote(purge, dry_run, yes, as_json):
+    preview = purge.apply_remote(dry_run=True)
+    if not preview["tombstones"] or dry_run or not as_json:
+        _show_remote(preview, as_json)
+    if not preview["tombstones"] or dry_run:
+        return
+    if not yes:
+        click.confirm("Apply these tombstones from other machines for good (there is no undo)?", abort=True)
+    _show_remote(purge.apply_remote(), as_json)
+
+
+def _show_remote(report, as_json):
+    if as_json:
+        emit_json(report)
+        return
+    if not report["tombstones"]:
+        click.echo("no tombstones from other machines are waiting")
+        return
+    head = "would remove" if report["dry_run"] else "removed"
+    for t in report["tombstones"]:
+        click.echo(f"tombstone {t['kind']} {t['target']} (from {t['machine']}): {head} {t['sessions']} sessions, "
+                   f"{t['messages']} messages")
+    click.echo(f"{len(report['tombstones'])} tombstones: {head} {report['sessions']} sessions, "
+               f"{report['messages']} messages from the journal")
+    if not report["dry_run"]:
+        click.echo(f"postgres: {report['postgres']}")
 
 
 def _show_purge(report, as_json):

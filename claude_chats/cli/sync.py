@@ -78,8 +78,24 @@ def _print(s):
     if s["postgres"] == "not configured" and s["pending_after"]:
         click.echo("vectors are kept in the local journal; set DATABASE_URL (or database_url in the config "
                    "file) to push to Postgres")
+    for line in tombstone_lines(s["purges"]):
+        click.echo(line)
     for error in s["errors"]:
         click.echo(f"error: {error}", err=True)
+
+
+def tombstone_lines(purges):
+    """What the tombstones of Postgres did here (``purge.sync_purges``), for people."""
+    lines = [f"tombstone {t['kind']} {t['target']} (from {t['machine']}): removed {t['conversations']} "
+             f"conversations, {t['messages']} messages from the journal" for t in purges.get("removed", ())]
+    lines += [f"tombstone {t['kind']} {t['target']} (from {t['machine']}) refused, not applied: {t['reason']}"
+              for t in purges.get("quarantined", ())]
+    pending = purges.get("pending", ())
+    if pending:
+        lines.append(f"{len(pending)} tombstones from Postgres would remove {sum(t['sessions'] for t in pending)} "
+                     "sessions here: kept aside, nothing removed; `chats purge --apply-remote --dry-run` lists "
+                     "them, `chats purge --apply-remote` applies them")
+    return lines
 
 
 @click.group("schedule")

@@ -16,6 +16,8 @@ import os
 import time
 from dataclasses import dataclass
 
+import apsw
+
 from .. import rawlines, times
 from ..errors import ConfigError
 from . import vectors
@@ -85,6 +87,11 @@ def local_preview(conn, target):
     vectors, = _one(conn, _local_sql(target, "count(*)", _CHUNKS))
     files = [r[0] for r in conn.execute(*_local_sql(target, "DISTINCT t.path", _FILES))]
     return {"sessions": sessions, "messages": messages, "vectors": vectors, "transcripts": sorted(files)}
+
+
+def sessions_covered(conn, target):
+    """Sessions ``target`` covers in the journal, as a person counts them (a subagent is its session's)."""
+    return _one(conn, _local_sql(target, "count(DISTINCT coalesce(s.parent_session_id, s.id))"))[0]
 
 
 def purge_local(conn, target, scrub_after=True):
@@ -253,3 +260,56 @@ def _rewrite_sessions(conn, clean, dry_run):
                 conn.execute("UPDATE pending_summaries SET summary = ? WHERE file_id = ? AND leaf_uuid = ?",
                              (new, file_id, leaf))
     return count
+
+
+# -- the journal's tombstones (migration 0005) -------------------------------------------
+
+_TOMBSTONE_COLUMNS = "id, kind, target, before, state, remote_id, machine, reason, sessions, messages, seen_at"
+
+
+def remember(conn, target, state="applied", remote_id=None, machine=None, reason=None, sessions=0, messages=0):
+    """Keep a tombstone in the journal (``target.before``: what it covers; a Postgres row once, by its id)."""
+    conn.execute("INSERT INTO tombstones (kind, target, before, state, remote_id, machine, reason, sessions, messages, "
+                 "seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote_id) DO NOTHING",
+                 (target.kind, target.value, target.before, state, remote_id, machine, reason, sessions, messages,
+                  times.now_iso()))
+
+
+def tombstones(conn, state=None):
+    """The journal's tombstones (``state``: only those), oldest first, as dicts."""
+    sql = f"SELECT {_TOMBSTONE_COLUMNS} FROM tombstones" + (" WHERE state = ?" if state else "") + " ORDER BY id"
+    names = [c.strip() for c in _TOMBSTONE_COLUMNS.split(",")]
+    return [dict(zip(names, row)) for row in conn.execute(sql, (state,) if state else ())]
+
+
+def remote_ids(conn):
+    """Ids of the Postgres tombstones this journal has judged (applied, held or refused)."""
+    return {i for (i,) in conn.execute("SELECT remote_id FROM tombstones WHERE remote_id IS NOT NULL")}
+
+
+CONFIRMED = "confirmed (chats purge --apply-remote)"
+
+
+def mark_applied(conn, tombstone_id, sessions, messages):
+    """A held tombstone the person confirmed: applied, and not counted in what the sync applies alone."""
+    conn.execute("UPDATE tombstones SET state = 'applied', reason = ?, sessions = ?, messages = ? WHERE id = ?",
+                 (CONFIRMED, sessions, messages, tombstone_id))
+
+
+def remote_sessions_since(conn, since, confirmed=True):
+    """Sessions removed here by Postgres' tombstones recorded since ``since`` (ISO UTC); ``confirmed``:
+    with those the person confirmed (else only those the sync applied on its own)."""
+    return conn.execute("SELECT coalesce(sum(sessions), 0) FROM tombstones WHERE state = 'applied' AND "
+                        "remote_id IS NOT NULL AND julianday(seen_at) >= julianday(?) AND (? OR reason IS NULL)",
+                        (since, int(confirmed))).fetchall()[0][0]
+
+
+def remote_summary(conn, since):
+    """For ``chats status``: tombstones from Postgres waiting for ``chats purge --apply-remote``, those
+    refused, and the sessions they removed here since ``since`` (ISO UTC); zeros before migration 0005."""
+    try:
+        waiting, refused = conn.execute("SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER "
+                                        "(WHERE state = 'quarantined') FROM tombstones").fetchall()[0]
+        return {"waiting": waiting, "refused": refused, "removed_sessions": remote_sessions_since(conn, since)}
+    except apsw.SQLError:   # a journal opened read-only before migration 0005: no tombstones table
+        return {"waiting": 0, "refused": 0, "removed_sessions": 0}

@@ -275,6 +275,8 @@ def _read_lines(fh, offset, chunk_bytes):
 
 def _store(conn, result, file_id, stats, machine):
     records = _new_records(conn, result.records, stats)
+    if records or result.raw:
+        records = _not_purged(conn, result, records, stats)
     clean = stats.redactor() if records or result.titles or result.raw else None
     if records:
         records = _claim_final_answers(conn, records, clean, file_id, stats)
@@ -292,6 +294,61 @@ def _store(conn, result, file_id, stats, machine):
     if result.raw:
         _keep_lines(conn, result.raw, clean)
     _resolve_summaries(conn, file_id)
+
+
+PURGED = "purged"   # the skip reason of a line a tombstone of the journal covers
+
+
+def _not_purged(conn, result, records, stats):
+    """``records`` less those a tombstone in force covers (``chats purge`` here, or a tombstone from
+    Postgres the sync applied: migration 0005), and likewise ``result.raw`` and ``result.titles``:
+    a purged session does not come back when its file is read again (a new inode, ``chats import``).
+    A tombstone covers what was written up to its ``before``: a turn recorded later is kept.
+    One indexed lookup: the sessions' ids and their folders with the folders above them."""
+    folders = {r.session_id: r.cwd for r, *_ in records if r.cwd}
+    names = {r.session_id for r, *_ in records} | {r.parent_session_id for r, *_ in records if r.parent_session_id}
+    names |= {line[0] for line in result.raw}
+    above = set()
+    for cwd in set(folders.values()):   # /a/b: /a/b, /a and /
+        while cwd not in above:
+            above.add(cwd)
+            cwd = cwd.rpartition("/")[0] or "/"
+    names = (names | above) - {None}
+    if not names:
+        return records
+    names = list(names)
+    found = []
+    for start in range(0, len(names), 500):
+        part = names[start:start + 500]
+        found += conn.execute(f"SELECT kind, target, before FROM tombstones WHERE state = 'applied' AND target IN "
+                              f"({','.join('?' * len(part))})", part).fetchall()
+    if not found:
+        return records
+
+    def purged(session, when):
+        top = session.partition(":agent-")[0]
+        cwd = folders.get(session)
+        for kind, target, before in found:
+            prefix = target if target.endswith("/") else target + "/"
+            if (target in (session, top) if kind == "session" else
+                    cwd is not None and (cwd == target or cwd.startswith(prefix))) and \
+                    (not when or conn.execute("SELECT coalesce(julianday(?) <= julianday(?), 1)",
+                                              (when, before)).fetchall()[0][0]):
+                return True
+        return False
+
+    kept = [item for item in records if not purged(item[0].session_id, item[0].timestamp)]
+    raw = [line for line in result.raw if not purged(line[0], line[4])]
+    dropped = len(records) - len(kept)
+    alive = {item[0].session_id for item in kept}
+    result.titles = [t for t in result.titles if t.session_id in alive or not purged(t.session_id, None) or
+                     conn.execute("SELECT 1 FROM sessions WHERE id = ?", (t.session_id,)).fetchall()]
+    if dropped:
+        stats.add_skips({PURGED: dropped})
+        conn.execute("INSERT INTO skipped_lines (reason, count) VALUES (?, ?) ON CONFLICT (reason) "
+                     "DO UPDATE SET count = count + excluded.count", (PURGED, dropped))
+    result.raw[:] = raw
+    return kept
 
 
 _KEEP_LINE = """

@@ -2,8 +2,9 @@
 
 ``purge_postgres(conn, target, created_at, machine)`` deletes what a
 ``localstore.erase.Target`` covers (vectors cascade) and records a tombstone in
-Postgres' ``purges`` table (sql/0002_purges.sql). Every machine's sync applies
-every tombstone to its own journal before pushing (``purge.sync_purges``), so
+Postgres' ``purges`` table (sql/0002_purges.sql; sql/0006 refuses one dated ahead).
+Every machine's sync judges every tombstone and applies those that look like a
+person's purge to its own journal before pushing (``purge.sync_purges``), so
 no journal puts a purged conversation back. A tombstone covers what was
 written up to its time: a session continued after the purge keeps its new
 messages.
@@ -94,8 +95,9 @@ def purge_postgres(conn, target, created_at, machine=None, clean=None):
     stored = as_stored(target, clean)
     if stored != target:
         counts = {k: v + w for (k, v), w in zip(counts.items(), delete_postgres(conn, stored).values())}
-    conn.execute("INSERT INTO purges (kind, target, created_at, machine) VALUES (%s, %s, %s, %s)",
-                 (stored.kind, stored.value, created_at, machine))
+    # dated by the earlier clock, this machine's or the server's: never ahead of what sql/0006 allows
+    conn.execute("INSERT INTO purges (kind, target, created_at, machine) VALUES (%s, %s, least(%s::timestamptz, "
+                 "now()), %s)", (stored.kind, stored.value, created_at, machine))
     return counts
 
 
@@ -106,9 +108,23 @@ def as_stored(target, clean):
     return replace(target, value=clean(target.value))
 
 
+TOMBSTONE_CHARS = 4096   # of a target, read: a longer one is refused whole (its length says so)
+MACHINE_CHARS = 200
+
+
 def tombstones(conn):
-    """``[(id, kind, target, created_at)]`` of every tombstone, oldest first."""
-    return conn.execute("SELECT id, kind, target, created_at FROM purges ORDER BY id").fetchall()
+    """``[(id, kind, target, created_at, machine)]`` of every tombstone, oldest first, as another
+    machine (or anyone who may INSERT) wrote them: a target read up to ``TOMBSTONE_CHARS + 1``
+    characters, a date that is not finite (``infinity``) as None."""
+    return conn.execute(
+        f"SELECT id, coalesce(left(kind, 20), ''), coalesce(left(target, {TOMBSTONE_CHARS + 1}), ''), "
+        f"CASE WHEN isfinite(created_at) THEN created_at END, left(machine, {MACHINE_CHARS}) "
+        "FROM purges ORDER BY id").fetchall()
+
+
+def server_now(conn):
+    """The server's clock: the one time every machine sharing the database sees alike."""
+    return conn.execute("SELECT now()").fetchone()[0]
 
 
 def iso_utc(moment):

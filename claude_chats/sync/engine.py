@@ -91,7 +91,8 @@ class SyncReport:
     vectors_pushed: int = 0
     conversations: int = 0      # conversations inserted or updated
     raw_lines: int = 0          # transcript lines kept for restore, pushed now
-    purges: dict = field(default_factory=dict)  # purge tombstones pushed / applied (see claude_chats/purge.py)
+    purges: dict = field(default_factory=dict)  # purge tombstones pushed / applied, and what they removed here,
+    #                                            those refused and those kept aside (see purge.sync_purges)
     batches: int = 0
     pending_after: int = 0
     postgres: str = "not configured"   # "ok", "not configured", "unreachable"
@@ -210,7 +211,8 @@ class Syncer:
         (and again after: a purge made during the run is undone in Postgres if the run pushed it)."""
         if self.store is not None:
             counts = self._pg(sync_purges, self.journal, self.store, self.redact)
-            self.report.purges = {k: self.report.purges.get(k, 0) + v for k, v in counts.items()}
+            self.report.purges = {k: v if k not in self.report.purges else self.report.purges[k] + v
+                                  for k, v in counts.items()}   # counts add up, lists of tombstones join
 
     def _maybe_defer_index(self):
         """Drop the indexes a bulk load would otherwise update row by row (see DEFER_INDEX_MIN):
