@@ -6,7 +6,7 @@ import time
 import click
 
 from .. import paths
-from .output import emit_json, is_tty, one_line
+from .output import emit_json, is_tty, one_line, printable
 
 SEQ_MAX = 2**63 - 1   # SQLite integers are 64-bit
 
@@ -114,14 +114,14 @@ def search_cmd(query, mode, limit, project, session_id, role, since, until, no_s
     if as_json:
         emit_json(result)
         return
-    from ..claudecode import resume_line
+    from ..claudecode import resume_line, shown
 
     for note in result["notes"]:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {printable(note)}", err=True)
     for hit in result["hits"]:
-        title = hit["session_name"] or hit["project_path"] or ""
-        click.echo(f"{hit['session_id']} #{hit['seq']}  {hit['role']}/{hit['kind']}  {hit['timestamp'] or ''}  "
-                   f"{title}  [{hit['source']} {hit['score']:.4f}]")
+        title = one_line(hit["session_name"] or hit["project_path"] or "", 120)
+        click.echo(f"{shown(hit['session_id'])} #{hit['seq']}  {hit['role']}/{hit['kind']}  "
+                   f"{shown(hit['timestamp'] or '')}  {title}  [{hit['source']} {hit['score']:.4f}]")
         click.echo(f"    {one_line(hit['text'], 200)}")
         for ctx in hit["context"]:
             click.echo(f"      #{ctx['seq']} {ctx['role']}: {one_line(ctx['text'], 120)}")
@@ -141,12 +141,14 @@ def show_cmd(session_id, start, end, as_json):
     if as_json:
         emit_json({"session": session, "messages": messages})
         return
-    click.echo(f"{session['session_id']}  {session['name'] or ''}")
-    click.echo(f"project {session['project_path']}  branch {session['git_branch']}  "
-               f"{session['first_at']} .. {session['last_at']}  {session['message_count']} messages")
+    from ..claudecode import shown
+
+    click.echo(f"{shown(session['session_id'])}  {shown(session['name'] or '')}")
+    click.echo(f"project {shown(session['project_path'], 500)}  branch {shown(session['git_branch'])}  "
+               f"{shown(session['first_at'])} .. {shown(session['last_at'])}  {session['message_count']} messages")
     for m in messages:
-        click.echo(f"\n--- #{m['seq']} {m['role']}/{m['kind']} {m['created_at'] or ''}")
-        click.echo(m["content"])
+        click.echo(f"\n--- #{m['seq']} {m['role']}/{m['kind']} {shown(m['created_at'] or '')}")
+        click.echo(printable(m["content"]))
 
 
 NAME_WIDTH = 50   # at most, in `chats sessions`; as wide as the longest name shown, none when none has one

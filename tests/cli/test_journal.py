@@ -1,6 +1,7 @@
 """`chats import/search/show/sessions` through the real CLI over a real journal."""
 
 import json
+import subprocess
 
 import platformdirs
 import pytest
@@ -8,6 +9,8 @@ import pytest
 from claude_chats import paths
 from tests.support import lines
 from tests.support.cli import chats
+from tests.support.hooks import CHATS
+from tests.support.journals import store_session
 
 
 @pytest.fixture
@@ -110,3 +113,21 @@ def test_paths_match_platformdirs(monkeypatch):
     assert paths.data_dir() == platformdirs.user_data_dir("claude-chats", appauthor=False)
     assert paths.config_dir() == platformdirs.user_config_dir("claude-chats", appauthor=False)
     assert paths.log_dir() == platformdirs.user_log_dir("claude-chats", appauthor=False)
+
+
+def test_stored_text_never_reaches_the_terminal_as_control_characters():
+    """What a transcript or another machine stored is printed by `chats show` and `chats search` with
+    every control character but newline and tab escaped: no stored byte retitles the terminal (OSC),
+    moves the cursor (CSI, C1 0x9b), rings or hides the lines after it (CR, bidi override)."""
+    hostile = "retitled \x1b]2;owned\x07 and \x9b2J wiped\rover \u202edesrever heron"
+    store_session("sess-\x1b[2Jx", [f"the heron migration {hostile}", "line one\n\tline two"],
+                  name="name \x1b[31mred", project="/work/\x1b]2;p\x07proj")
+    for args in (["show", "sess-\x1b[2Jx"], ["search", "heron", "--mode", "fulltext", "--local"]):
+        res = subprocess.run([*CHATS, *args], capture_output=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        out = res.stdout.decode()
+        assert "heron" in out
+        assert not [c for c in out if not c.isprintable() and c not in "\n\t"], repr(out)
+        assert "\\x1b" in out
+    shown = subprocess.run([*CHATS, "show", "sess-\x1b[2Jx"], capture_output=True, timeout=60).stdout.decode()
+    assert "line one\n\tline two" in shown   # a message's own lines and tabs stay as they were
