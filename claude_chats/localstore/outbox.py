@@ -122,31 +122,12 @@ def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
     after_id``); ``redact`` cleans the text inside each line's JSON strings (the line stays JSON)."""
     rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
                         "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
-    clean = None if redact is None else _remembering(redact)
+    clean = None if redact is None else rawlines.remembering(redact)
     lines = [RawLine(session, key, seq, parent,
                      None if line is None else rawlines.pack(line) if clean is None
                      else rawlines.redact_packed(line, clean),
                      timestamp(created)) for _id, session, key, seq, parent, line, created in rows]
     return [row[0] for row in rows], lines
-
-
-SHORT_STRING = 200   # characters: the strings of a line that repeat (session id, cwd, version, branch, types)
-
-
-def _remembering(redact):
-    """``redact`` (a pure function of the text) remembering its answers for short strings: the lines
-    of a batch repeat most of their strings, each of which would be scanned again."""
-    seen = {}
-
-    def clean(text):
-        if len(text) > SHORT_STRING:
-            return redact(text)
-        found = seen.get(text)
-        if found is None:
-            found = seen[text] = redact(text)
-        return found
-
-    return clean
 
 
 def mark_raw_lines_pushed(conn, ids):
