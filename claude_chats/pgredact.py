@@ -8,13 +8,17 @@ DO NOTHING``). This reads every kept line of Postgres (``pgstore.rewrite``), run
 ends as this version would push it), writes back the rows whose bytes change, then removes the
 old bytes from the data directory as far as the role may (``pgstore.purge.scrub``: ``VACUUM FULL
 raw_lines``, ``CHECKPOINT``...) and says what stays. Message text is not read: it was redacted
-before every push. A second run rewrites nothing; a run killed midway is finished by the next.
+before every push. A second run rewrites nothing; a run killed midway is finished by the next. Done,
+it marks this journal's note (``localstore.outbox.keyed_redaction``: the first sync of this version
+says that earlier pushes may hold such secrets, ``chats status`` until this ran) as done.
 """
 
 import re
 from collections import Counter
 
 from . import config, rawlines
+from .localstore import outbox
+from .localstore.journal import Journal
 from .pgstore import purge as pgpurge
 from .pgstore import rewrite
 from .pgstore.connect import connect
@@ -34,9 +38,13 @@ def redact_postgres(settings=None, dry_run=False, on_batch=None, on_start=None):
     settings = settings or config.load()
     conn = connect(settings.database_url, settings.allow_insecure_remote, register=False)
     try:
-        return _run(conn, dry_run, on_batch, on_start)
+        report = _run(conn, dry_run, on_batch, on_start)
     finally:
         conn.close()
+    if not dry_run:   # `chats status` stops saying that this machine's earlier pushes may hold such secrets
+        with Journal.open() as journal:
+            outbox.set_keyed_redaction(journal.conn, "done")
+    return report
 
 
 def _run(conn, dry_run, on_batch, on_start):

@@ -91,3 +91,32 @@ def test_redact_postgres_without_a_database_says_so_in_one_line(tmp_path, monkey
     proc = run_chats(["redact", "--postgres", "--yes"], check=False)
     assert proc.returncode == 1 and "Postgres is not configured" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def _as_an_earlier_version_left_the_journal():
+    """The journal's lines pushed, but no sync of this version has looked at them yet (the state an
+    earlier version leaves: it knew no such state)."""
+    with Journal.open(paths.journal_path()) as journal:
+        journal.conn.execute("DELETE FROM state WHERE key = 'raw_lines_keyed_redaction'")
+
+
+NOTE = "`chats redact --postgres` rewrites them"
+
+
+def test_the_first_sync_after_an_upgrade_says_so_once_and_status_until_redacted(pg_db_url, test_model_path,
+                                                                                 tmp_path, monkeypatch):
+    synced(tmp_path, monkeypatch, pg_db_url, test_model_path)
+    _pushed_in_clear(pg_db_url)
+    assert NOTE not in run_chats(["status", "--offline"]).stdout, "this version pushed them: nothing to say"
+    _as_an_earlier_version_left_the_journal()
+
+    first = run_chats(["sync"]).stdout
+    assert NOTE in first, first
+    assert NOTE not in run_chats(["sync"]).stdout, "said once"
+    assert NOTE in run_chats(["status", "--offline"]).stdout
+    assert json.loads(run_chats(["status", "--offline", "--json"]).stdout)["journal"]["kept_lines_to_redact"]
+
+    run_chats(["redact", "--postgres", "--dry-run"])
+    assert NOTE in run_chats(["status", "--offline"]).stdout, "a dry run cleans nothing"
+    assert json.loads(run_chats(["redact", "--postgres", "--yes", "--json"]).stdout)["rewritten"] == 2
+    assert NOTE not in run_chats(["status", "--offline"]).stdout

@@ -130,6 +130,26 @@ def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
     return [row[0] for row in rows], lines
 
 
+# Kept lines that versions before issue 21 pushed may hold values named as secrets only by their JSON
+# keys: "pending" once this journal's first sync with key-aware redaction found that it had pushed lines
+# and Postgres holds some, "checked" when it found nothing to clean, "done" after `chats redact --postgres`.
+KEYED_REDACTION_STATE = "raw_lines_keyed_redaction"
+
+
+def keyed_redaction(conn):
+    """``None`` (not checked yet), ``"pending"``, ``"checked"`` or ``"done"`` (see above)."""
+    return db.get_state(conn, KEYED_REDACTION_STATE)
+
+
+def set_keyed_redaction(conn, value):
+    db.set_state(conn, KEYED_REDACTION_STATE, value)
+
+
+def has_pushed_raw_lines(conn):
+    """Whether any kept line of this journal was pushed (asked once: a scan when none was)."""
+    return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM raw_lines WHERE synced = 1)").fetchall()[0][0])
+
+
 def mark_raw_lines_pushed(conn, ids):
     with Immediate(conn):
         conn.executemany("UPDATE raw_lines SET synced = 1 WHERE id = ?", [(i,) for i in ids])
