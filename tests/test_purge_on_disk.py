@@ -88,15 +88,15 @@ def files_under(*roots):
             yield from (p for p in root.rglob("*") if p.is_file())
 
 
-def found(*roots):
-    """{file: [unique strings it holds]}."""
+def found(*roots, packed=()):
+    """{file: [unique strings it holds]} (``packed``: byte strings looked for too, shown as hex)."""
     hits = {}
     for path in files_under(*roots):
         try:
             data = path.read_bytes()
         except OSError:
             continue
-        held = sorted(n.decode() for n in needles() if n in data)
+        held = sorted([n.decode() for n in needles() if n in data] + [p.hex()[:16] for p in packed if p in data])
         if held:
             hits[str(path)] = held
     return hits
@@ -140,14 +140,18 @@ def test_a_purged_session_leaves_no_byte_in_the_journal_logs_or_postgres_data_di
     assert found(journal, journal + "-wal"), "the marks never reached the journal: the test proves nothing"
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM conversations WHERE name = %s", (MARKS["name"],)).fetchone()[0] == 1
+        packed = [bytes(line)[16:80] for (line,) in conn.execute(   # the kept lines, zlib: the marks are not seen
+            "SELECT r.line FROM raw_lines r JOIN conversations c ON c.id = r.conversation_id "
+            "WHERE c.session_id = %s AND r.line IS NOT NULL", (SESSION,))]
+    assert len(packed) >= 3
 
     purged = json.loads(chats("purge", "--session", SESSION, "--yes", "--json"))
     assert purged["postgres"] == "purged" and purged["scrubbed"], purged
 
-    left = found(journal, journal + "-wal", journal + "-shm", paths.log_dir(), data_dir)
+    left = found(journal, journal + "-wal", journal + "-shm", paths.log_dir(), data_dir, packed=packed)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")   # what the server still holds in memory, written to its files
-    left.update(found(os.path.join(data_dir, "base"), os.path.join(data_dir, "global")))
+    left.update(found(os.path.join(data_dir, "base"), os.path.join(data_dir, "global"), packed=packed))
     assert left == {}, f"the purged session's text is still on disk: {left}; purge said {purged}"
     kept = json.loads(chats("search", "--json", "--mode", "fulltext", "ordinary kept answer"))
     assert kept["hits"] and kept["source"] == "postgres"

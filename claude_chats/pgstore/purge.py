@@ -25,7 +25,7 @@ import psycopg
 
 from . import migrations
 
-TEXT_TABLES = ("messages", "conversations")    # content, names, project paths, branches
+TEXT_TABLES = ("messages", "conversations", "raw_lines")   # content, names, paths, branches, kept lines
 SCRUB_LOCK_TIMEOUT = "10s"   # VACUUM FULL waits this long for the tables, else it is left to later
 
 
