@@ -18,6 +18,7 @@ from claude_chats import paths
 from claude_chats.localstore.journal import Journal
 from tests.support.keyed_secrets import leaks, restored_elsewhere, run_chats, synced
 from tests.support.machines import hostile_role
+from tests.support.on_disk import holding
 
 
 def _rows(url):
@@ -120,3 +121,22 @@ def test_the_first_sync_after_an_upgrade_says_so_once_and_status_until_redacted(
     assert NOTE in run_chats(["status", "--offline"]).stdout, "a dry run cleans nothing"
     assert json.loads(run_chats(["redact", "--postgres", "--yes", "--json"]).stdout)["rewritten"] == 2
     assert NOTE not in run_chats(["status", "--offline"]).stdout
+
+
+def test_the_owners_run_leaves_no_old_line_in_postgres_data_directory(pg_on_disk, test_model_path, tmp_path,
+                                                                      monkeypatch):
+    url, data_dir = pg_on_disk
+    synced(tmp_path, monkeypatch, url, test_model_path)
+    _pushed_in_clear(url)
+    old = {line[16:80]: key for key, line in _rows(url).items() if leaks(zlib.decompress(line))}
+    assert len(old) == 2
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+    assert holding([data_dir], old), "the old lines never reached the data directory: the test proves nothing"
+
+    done = json.loads(run_chats(["redact", "--postgres", "--yes", "--json"]).stdout)   # the owner, a superuser
+    assert done["rewritten"] == 2 and done["scrub"]["left"] == [], done
+    assert "VACUUM FULL raw_lines" in done["scrub"]["done"], done
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")   # what the server still holds in memory, written to its files
+    assert holding([data_dir], old) == {}
