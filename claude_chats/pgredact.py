@@ -13,10 +13,11 @@ it marks this journal's note (``localstore.outbox.keyed_redaction``: the first s
 says that earlier pushes may hold such secrets, ``chats status`` until this ran) as done.
 """
 
+import os
 import re
 from collections import Counter
 
-from . import config, rawlines
+from . import config, paths, rawlines
 from .localstore import outbox
 from .localstore.journal import Journal
 from .pgstore import purge as pgpurge
@@ -41,7 +42,7 @@ def redact_postgres(settings=None, dry_run=False, on_batch=None, on_start=None):
         report = _run(conn, dry_run, on_batch, on_start)
     finally:
         conn.close()
-    if not dry_run:   # `chats status` stops saying that this machine's earlier pushes may hold such secrets
+    if not dry_run and os.path.exists(paths.journal_path()):   # `chats status` stops saying it (see outbox)
         with Journal.open() as journal:
             outbox.set_keyed_redaction(journal.conn, "done")
     return report
