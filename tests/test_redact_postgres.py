@@ -10,11 +10,13 @@ nothing, a second run rewrites nothing, and ``chats restore`` on another machine
 """
 
 import json
+import signal
 import zlib
 
 import psycopg
 
 from claude_chats import paths
+from claude_chats.faults import ENV as SYNC_DIE_AT
 from claude_chats.localstore.journal import Journal
 from tests.support.keyed_secrets import leaks, restored_elsewhere, run_chats, synced
 from tests.support.machines import hostile_role
@@ -140,3 +142,24 @@ def test_the_owners_run_leaves_no_old_line_in_postgres_data_directory(pg_on_disk
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")   # what the server still holds in memory, written to its files
     assert holding([data_dir], old) == {}
+
+
+def test_killed_midway_it_loses_nothing_and_the_next_run_finishes(pg_db_url, test_model_path, tmp_path,
+                                                                  monkeypatch):
+    synced(tmp_path, monkeypatch, pg_db_url, test_model_path)
+    _pushed_in_clear(pg_db_url)
+    before = _rows(pg_db_url)
+
+    monkeypatch.setenv(SYNC_DIE_AT, "mid-rewrite")   # SIGKILL with the batch's updates not committed
+    assert run_chats(["redact", "--postgres", "--yes"], check=False).returncode == -signal.SIGKILL
+    assert _rows(pg_db_url) == before
+
+    monkeypatch.setenv(SYNC_DIE_AT, "after-rewrite")   # committed; the scrub never ran
+    assert run_chats(["redact", "--postgres", "--yes"], check=False).returncode == -signal.SIGKILL
+    rewritten = _rows(pg_db_url)
+    assert leaks(b"".join(_unpacked(rewritten).values())) == []
+
+    monkeypatch.delenv(SYNC_DIE_AT)
+    again = json.loads(run_chats(["redact", "--postgres", "--yes", "--json"]).stdout)
+    assert again["rewritten"] == 0 and "VACUUM FULL raw_lines" in again["scrub"]["done"], again
+    assert _rows(pg_db_url) == rewritten

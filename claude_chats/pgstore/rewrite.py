@@ -13,7 +13,7 @@ finds them unchanged and goes on.
 
 import hashlib
 
-from .. import rawlines
+from .. import faults, rawlines
 
 BATCH_ROWS = 500
 BATCH_BYTES = 8 << 20   # packed bytes read at once (a single longer line is read alone)
@@ -84,6 +84,8 @@ def redact_kept_lines(conn, redact_blob, dry_run=False, on_batch=None, on_change
         if updates and not dry_run:
             with conn.transaction(), conn.cursor() as cur:
                 cur.executemany(_UPDATE, updates)
+                faults.point("mid-rewrite")
+            faults.point("after-rewrite")
         if on_batch is not None:
             on_batch(counts["read"])
     return counts
