@@ -6,7 +6,9 @@ like ``kill -9`` from outside, so tests can prove that a crash anywhere loses
 and duplicates nothing. The points: ``after-embed``, ``after-conversations``
 (the conversations committed, the messages not yet), ``mid-copy-<temporary
 table>`` (during a binary COPY), ``before-mark`` (Postgres committed, the
-journal not yet marked; for a backfill, its vectors not yet kept locally).
+journal not yet marked; for a backfill, its vectors not yet kept locally); and of ``chats redact
+--postgres``: ``mid-rewrite`` (a batch's rows updated, not committed) and ``after-rewrite``
+(committed, the next batch and the scrub not run).
 Unset (always, outside tests) this costs one dict lookup.
 """
 

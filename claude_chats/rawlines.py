@@ -173,6 +173,28 @@ def redact_packed(blob, clean):
     return pack(blob) if new is raw else pack(new)   # unchanged: not compressed a second time
 
 
+SHORT_STRING = 200   # characters: the strings of a line that repeat (session id, cwd, version, branch, types)
+REMEMBERED = 100_000  # short strings at most, then forgotten all at once: memory stays bounded
+
+
+def remembering(redact, limit=REMEMBERED):
+    """``redact`` (a pure function of the text) remembering its answers for short strings: the lines
+    of a batch repeat most of their strings, each of which would be scanned again."""
+    seen = {}
+
+    def clean(text):
+        if len(text) > SHORT_STRING:
+            return redact(text)
+        found = seen.get(text)
+        if found is None:
+            if len(seen) >= limit:
+                seen.clear()
+            found = seen[text] = redact(text)
+        return found
+
+    return clean
+
+
 # -- restore ---------------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ import time
 
 from . import config, install, paths
 from .errors import ConfigError
-from .localstore import erase, vectors
+from .localstore import erase, outbox, vectors
 from .localstore.journal import Journal
 from .models import embedder
 from .models.recipe import recipe_for
@@ -75,7 +75,8 @@ def journal_section():
     empty = {"path": path, "exists": os.path.exists(path), "bytes": file_bytes(path),
              "sessions": 0, "messages": 0, "pending": 0, "synced": 0}
     return _with_journal(lambda j: {**empty, **j.counts(), "skipped_lines": j.skipped_lines(),
-                                    "tombstones": erase.remote_summary(j.conn, _days_ago(TOMBSTONE_DAYS))}, empty)
+                                    "tombstones": erase.remote_summary(j.conn, _days_ago(TOMBSTONE_DAYS)),
+                                    "kept_lines_to_redact": outbox.keyed_redaction(j.conn) == "pending"}, empty)
 
 
 TOMBSTONE_DAYS = 7   # what other machines' tombstones removed here lately (a scheduled sync prints to no one)
@@ -258,6 +259,9 @@ def _journal_lines(r):
         lines.append(f"transcript lines not stored: {sum(skipped.values()):,} ({top}"
                      + (", ..." if len(skipped) > 6 else "") + ")")
     lines += _tombstone_lines(j.get("tombstones") or {})
+    if j.get("kept_lines_to_redact"):
+        lines.append("transcript lines this machine pushed to Postgres with an earlier version may hold values "
+                     "named as secrets by their JSON keys: `chats redact --postgres` rewrites them")
     return lines + ([f"error: {j['error']}"] if j.get("error") else [])
 
 

@@ -3,7 +3,7 @@
 The shared fixtures live in tests/support (registered here as plugins): ``pg``
 (pg_url, pg_db_url), ``model`` (test_model_path, minilm), ``corpus`` (the
 transcripts of ../shared) and ``journals`` (empty_journal, journal_conn,
-corpus_journal, synced_journal, pg_synced_journal).
+corpus_journal, synced_journal, pg_synced_journal) and ``on_disk`` (pg_on_disk).
 """
 
 import pytest
@@ -11,7 +11,8 @@ import pytest
 from claude_chats.config import SETTINGS
 from claude_chats.faults import ENV as SYNC_DIE_AT
 
-pytest_plugins = ["tests.support.model", "tests.support.pg", "tests.support.corpus", "tests.support.journals"]
+pytest_plugins = ["tests.support.model", "tests.support.pg", "tests.support.corpus", "tests.support.journals",
+                  "tests.support.on_disk"]
 
 # What the product reads from the environment besides its settings: where its state and Claude
 # Code's live, the Ollama model store, the Postgres client's host and TLS defaults, the fault

@@ -21,7 +21,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "claude_chats"
 GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "rawlines", "hosts", "times", "records", "faults",
           "words", "claudecode", "capture", "scrub"}
 STORES = ("localstore", "pgstore")
-ABOVE_STORES = ("sync", "stores", "purge", "restore", "config", "status", "doctor", "install", "evaluate", "hook", "mcp", "cli")
+ABOVE_STORES = ("sync", "stores", "purge", "pgredact", "restore", "config", "status", "doctor", "install", "evaluate",
+                "hook", "mcp", "cli")
 
 
 def module_name(path):

@@ -24,12 +24,12 @@ import secrets
 import uuid as uuidlib
 
 import psycopg
-import pytest
 from click.testing import CliRunner
 
 from claude_chats import paths
 from claude_chats.cli import main
 from tests.support.machines import RUNTIME_GRANTS
+from tests.support.on_disk import holding
 from tests.support.stand_ins import chats, line, write
 
 SESSION, KEPT = "sess-purge-on-disk", "sess-kept-on-disk"
@@ -79,50 +79,9 @@ def needles():
     return out
 
 
-def files_under(*roots):
-    for root in roots:
-        root = pathlib.Path(root)
-        if root.is_file():
-            yield root
-        elif root.is_dir():
-            yield from (p for p in root.rglob("*") if p.is_file())
-
-
-def found(*roots):
-    """{file: [unique strings it holds]}."""
-    hits = {}
-    for path in files_under(*roots):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        held = sorted(n.decode() for n in needles() if n in data)
-        if held:
-            hits[str(path)] = held
-    return hits
-
-
-@pytest.fixture
-def pg_on_disk(pg_url, pg_db_url):
-    """(database url, data directory) of the embedded server, with ``wal_recycle = off`` for this test."""
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        try:
-            data = conn.execute("SHOW data_directory").fetchone()[0]
-        except psycopg.Error:
-            pytest.skip("the test Postgres does not say where its data directory is")
-        if not os.access(data, os.R_OK | os.X_OK):
-            pytest.skip(f"the test Postgres data directory {data} is not readable here")
-        try:
-            conn.execute("ALTER SYSTEM SET wal_recycle = off")
-        except psycopg.errors.InsufficientPrivilege:
-            pytest.skip("the test Postgres' role may not set wal_recycle (ALTER SYSTEM)")
-        conn.execute("SELECT pg_reload_conf()")
-    try:
-        yield pg_db_url, data
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute("ALTER SYSTEM RESET wal_recycle")
-            conn.execute("SELECT pg_reload_conf()")
+def found(*roots, packed=()):
+    """{file: [unique strings it holds]} (``packed``: byte strings looked for too, shown as hex)."""
+    return holding(roots, {**{n: n.decode() for n in needles()}, **{p: p.hex()[:16] for p in packed}})
 
 
 def test_a_purged_session_leaves_no_byte_in_the_journal_logs_or_postgres_data_dir(pg_on_disk, test_model_path,
@@ -140,14 +99,18 @@ def test_a_purged_session_leaves_no_byte_in_the_journal_logs_or_postgres_data_di
     assert found(journal, journal + "-wal"), "the marks never reached the journal: the test proves nothing"
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM conversations WHERE name = %s", (MARKS["name"],)).fetchone()[0] == 1
+        packed = [bytes(line)[16:80] for (line,) in conn.execute(   # the kept lines, zlib: the marks are not seen
+            "SELECT r.line FROM raw_lines r JOIN conversations c ON c.id = r.conversation_id "
+            "WHERE c.session_id = %s AND r.line IS NOT NULL", (SESSION,))]
+    assert len(packed) >= 3
 
     purged = json.loads(chats("purge", "--session", SESSION, "--yes", "--json"))
     assert purged["postgres"] == "purged" and purged["scrubbed"], purged
 
-    left = found(journal, journal + "-wal", journal + "-shm", paths.log_dir(), data_dir)
+    left = found(journal, journal + "-wal", journal + "-shm", paths.log_dir(), data_dir, packed=packed)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")   # what the server still holds in memory, written to its files
-    left.update(found(os.path.join(data_dir, "base"), os.path.join(data_dir, "global")))
+    left.update(found(os.path.join(data_dir, "base"), os.path.join(data_dir, "global"), packed=packed))
     assert left == {}, f"the purged session's text is still on disk: {left}; purge said {purged}"
     kept = json.loads(chats("search", "--json", "--mode", "fulltext", "ordinary kept answer"))
     assert kept["hits"] and kept["source"] == "postgres"

@@ -13,7 +13,6 @@ byte, lines with something to redact differ only in the values redacted.
 
 import json
 import os
-import subprocess
 
 import psycopg
 import pytest
@@ -22,54 +21,9 @@ from claude_chats import paths, rawlines, transcript
 from claude_chats.localstore.journal import Journal
 from claude_chats.redact import redact
 from tests.support import ROOT, lines
-from tests.support.hooks import CHATS, hook_event
-from tests.support.redaction_corpus import fake
-
-PASSWORD = "Zq8!vR2#mK9$wL4x"
-AWS_SECRET = fake("aws secret of item 3", 40)
-CONFIG_PASSWORD = "cfg-" + fake("config password of item 3", 12)
-PIN = 8462917531                                   # a number under a secret's name
-DEEP_TOKEN = "ghp_" + fake("deep token of item 3", 36)   # nested past the old 200-level bound
-SECRETS = [PASSWORD, AWS_SECRET, CONFIG_PASSWORD, str(PIN), DEEP_TOKEN]
-SESSION = "sess-keyed"
-
-
-def _deep(value, levels):
-    for _ in range(levels):
-        value = {"x": value}
-    return value
-
-
-def _transcript(folder):
-    """A session whose tool call and tool result name their secrets only by their keys."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{SESSION}.jsonl"
-    call = {"type": "tool_use", "id": "toolu_01", "name": "mcp__db__connect",
-            "input": {"host": "db.internal", "password": PASSWORD, "aws_secret_access_key": AWS_SECRET,
-                      "db_secret": PIN, "options": _deep({"note": DEEP_TOKEN}, 250)}}
-    result = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "connected"}
-    path.write_bytes(lines.encode(
-        lines.user("connect to the database", session=SESSION),
-        lines.assistant([call], session=SESSION),
-        lines.user([result], session=SESSION, toolUseResult={"config": {"user": "admin", "password": CONFIG_PASSWORD}}),
-        lines.assistant("connected, the tables are there", session=SESSION)))
-    return path
-
-
-def _run(args, env=None, check=True):
-    proc = subprocess.run(CHATS + [str(a) for a in args], capture_output=True, text=True, timeout=600, env=env,
-                          stdin=subprocess.DEVNULL)
-    if check:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
-
-
-def _leaks(data):
-    """The secrets found in ``data`` (bytes, or lines of text)."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else "\n".join(data)
-    return [s for s in SECRETS if s in text]
-
+from tests.support.hooks import hook_event
+from tests.support.keyed_secrets import (PASSWORD, SESSION, keyed_transcript, leaks, restored_elsewhere, run_chats,
+                                         synced)
 
 def _kept_lines(journal_file):
     with Journal.open(str(journal_file)) as journal:
@@ -79,13 +33,8 @@ def _kept_lines(journal_file):
 
 def test_keyed_secrets_reach_neither_postgres_nor_another_machines_restore(pg_db_url, test_model_path, tmp_path,
                                                                             monkeypatch):
-    monkeypatch.setenv("CLAUDE_CHATS_MODEL", str(test_model_path))
-    monkeypatch.setenv("DATABASE_URL", pg_db_url)
-    path = _transcript(tmp_path / "claude" / "projects" / "-work-proj")
-    _run(["import", path.parent])
-    assert _leaks(_kept_lines(paths.journal_path())), "the journal keeps the lines as they were written"
-    synced = json.loads(_run(["sync", "--json"]).stdout)
-    assert synced["ok"] and synced["raw_lines"] == 4, synced
+    synced(tmp_path, monkeypatch, pg_db_url, test_model_path)
+    assert leaks(_kept_lines(paths.journal_path())), "the journal keeps the lines as they were written"
 
     with psycopg.connect(pg_db_url) as conn:
         pushed = [rawlines.unpack(bytes(line)).decode() for (line,) in
@@ -93,21 +42,15 @@ def test_keyed_secrets_reach_neither_postgres_nor_another_machines_restore(pg_db
         contents = [c for (c,) in conn.execute("SELECT content FROM messages")]
     assert len(pushed) == 4 and all(json.loads(p) for p in pushed)
     assert "[REDACTED:password]" in "\n".join(contents)
-    assert _leaks(contents) == []
-    assert _leaks(pushed) == []
+    assert leaks(contents) == []
+    assert leaks(pushed) == []
     call = json.loads(pushed[1])["message"]["content"][0]["input"]
     assert call["password"] == "[REDACTED:password]" and call["aws_secret_access_key"] == "[REDACTED:aws-secret-key]"
     assert call["host"] == "db.internal" and call["db_secret"] == "[REDACTED:secret]"
     assert json.loads(pushed[2])["toolUseResult"]["config"] == {"user": "admin", "password": "[REDACTED:password]"}
 
-    # another machine: its own HOME and Claude folder, the same Postgres
-    other = tmp_path / "machine-b"
-    env = {**os.environ, "CLAUDE_CHATS_HOME": str(other / "chats-home"), "CLAUDE_CONFIG_DIR": str(other / "claude")}
-    report = json.loads(_run(["restore", SESSION, "--json"], env=env).stdout)
-    assert report["source"] == "postgres"
-    written = [open(f["path"], "rb").read() for f in report["files"]]
-    assert written and str(other / "claude") in report["files"][0]["path"]
-    assert _leaks(b"".join(written)) == []
+    written = restored_elsewhere(tmp_path / "machine-b")
+    assert leaks(b"".join(written)) == []
     assert [json.loads(x)["type"] for x in written[0].splitlines()] == ["user", "assistant", "user", "assistant"]
 
 
@@ -118,22 +61,22 @@ def _journal_bytes():
 
 def test_the_hook_with_journal_redact_on_keeps_no_keyed_secret(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CHATS_JOURNAL_REDACT", "1")
-    path = _transcript(tmp_path / "claude" / "projects" / "-work-proj")
+    path = keyed_transcript(tmp_path / "claude" / "projects" / "-work-proj")
     hook_event(path, "Stop", session=SESSION)
     kept = _kept_lines(paths.journal_path())
-    assert len(kept) == 4 and _leaks(kept) == []
-    assert _leaks(_journal_bytes()) == []
+    assert len(kept) == 4 and leaks(kept) == []
+    assert leaks(_journal_bytes()) == []
 
 
 def test_redact_journal_rewrites_the_kept_lines_and_scrubs_the_file(tmp_path):
-    path = _transcript(tmp_path / "claude" / "projects" / "-work-proj")
+    path = keyed_transcript(tmp_path / "claude" / "projects" / "-work-proj")
     hook_event(path, "Stop", session=SESSION)
-    assert _leaks(_journal_bytes()), "stored as written: the journal_redact setting is off"
-    done = json.loads(_run(["redact", "--journal", "--yes", "--json"]).stdout)
+    assert leaks(_journal_bytes()), "stored as written: the journal_redact setting is off"
+    done = json.loads(run_chats(["redact", "--journal", "--yes", "--json"]).stdout)
     assert done["lines"] >= 2 and done["scrubbed"], done
-    assert _leaks(_kept_lines(paths.journal_path())) == []
-    assert _leaks(_journal_bytes()) == []
-    again = json.loads(_run(["redact", "--journal", "--dry-run", "--json"]).stdout)
+    assert leaks(_kept_lines(paths.journal_path())) == []
+    assert leaks(_journal_bytes()) == []
+    again = json.loads(run_chats(["redact", "--journal", "--dry-run", "--json"]).stdout)
     assert again["lines"] == 0 and again["messages"] == 0, again
 
 

@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from .output import emit_json
+from .output import emit_json, is_tty
 
 
 @click.command("install")
@@ -246,13 +246,22 @@ def _show_purge(report, as_json):
 @click.command("redact")
 @click.option("--journal", "journal_", is_flag=True,
               help="Rewrite the text already stored in the journal with secrets redacted (no undo).")
-@click.option("--dry-run", is_flag=True, help="With --journal: count what would change; change nothing.")
+@click.option("--postgres", is_flag=True,
+              help="Rewrite the transcript lines Postgres keeps for restore that earlier versions pushed with "
+                   "secrets named by their JSON keys (no undo).")
+@click.option("--dry-run", is_flag=True, help="With --journal or --postgres: count what would change; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def redact_cmd(journal_, dry_run, yes, as_json):
-    """Redact secrets: standard input to standard output, or (--journal) the journal in place."""
+def redact_cmd(journal_, postgres, dry_run, yes, as_json):
+    """Redact secrets: standard input to standard output, the journal in place (--journal), or
+    the kept transcript lines in Postgres (--postgres)."""
     from .. import redact
 
+    if journal_ and postgres:
+        raise click.UsageError("--journal and --postgres are two runs: give one of them")
+    if postgres:
+        _redact_postgres(dry_run, yes, as_json)
+        return
     if not journal_:
         text = sys.stdin.read()
         click.echo(redact.redact(text), nl=False)
@@ -270,6 +279,51 @@ def redact_cmd(journal_, dry_run, yes, as_json):
                           f"{preview['lines']} kept transcript lines with their secrets redacted (there is no undo)?",
                           abort=True)
         _show_redacted(redact_stored(journal.conn, redact.redact), as_json, "rewrote")
+
+
+def _redact_postgres(dry_run, yes, as_json):
+    from .. import config, pgredact
+    from ..errors import PostgresUnavailable
+    from ..pgstore.url import mask
+
+    settings = config.load()
+    if not settings.database_url:
+        raise PostgresUnavailable("Postgres is not configured: set DATABASE_URL (or database_url in the config file)")
+    if not (dry_run or yes):
+        click.confirm(f"Read every kept transcript line in Postgres ({mask(settings.database_url)}) and rewrite "
+                      "those holding secrets, redacted (there is no undo)?", abort=True)
+    if is_tty() and not as_json:
+        report = _with_progress("reading kept lines", lambda **kw: pgredact.redact_postgres(settings, dry_run, **kw))
+    else:
+        report = pgredact.redact_postgres(settings, dry_run)
+    if as_json:
+        emit_json(report)
+        return
+    verb = "would rewrite" if dry_run else "rewrote"
+    click.echo(f"postgres: read {report['read']} kept transcript lines, {verb} {report['rewritten']}"
+               + (f", {report['linked']} kept as links only (not readable as JSON)" if report["linked"] else "")
+               + (f"; {report['unreadable']} not readable (not zlib, or too long), left as they are"
+                  if report["unreadable"] else ""))
+    if report["placeholders"]:
+        click.echo("  values redacted: " + ", ".join(f"{n} {kind}" for kind, n in report["placeholders"].items()))
+    scrub = report["scrub"]
+    if scrub["done"]:
+        click.echo("  the old lines' bytes removed from Postgres' files: " + "; ".join(scrub["done"]))
+    for left in scrub["left"]:
+        click.echo(f"  left in Postgres: {left}")
+    if report["rewritten"] or report["linked"]:
+        click.echo("  Postgres backups and dumps made before keep the old lines; so do other machines' journals "
+                   "(`chats redact --journal` there)")
+
+
+def _with_progress(label, run):
+    """``run(on_start=..., on_batch=...)`` under a progress bar on the terminal (rows read of about how many)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        return run(on_start=lambda total: bar.update(task, total=total or None),
+                   on_batch=lambda done: bar.update(task, completed=done))
 
 
 def _show_redacted(counts, as_json, head):

@@ -80,6 +80,8 @@ def _print(s):
                    "file) to push to Postgres")
     for line in tombstone_lines(s["purges"]):
         click.echo(line)
+    for note in s["notes"]:
+        click.echo(f"note: {note}")
     for error in s["errors"]:
         click.echo(f"error: {error}", err=True)
 

@@ -122,7 +122,7 @@ def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
     after_id``); ``redact`` cleans the text inside each line's JSON strings (the line stays JSON)."""
     rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
                         "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
-    clean = None if redact is None else _remembering(redact)
+    clean = None if redact is None else rawlines.remembering(redact)
     lines = [RawLine(session, key, seq, parent,
                      None if line is None else rawlines.pack(line) if clean is None
                      else rawlines.redact_packed(line, clean),
@@ -130,23 +130,24 @@ def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
     return [row[0] for row in rows], lines
 
 
-SHORT_STRING = 200   # characters: the strings of a line that repeat (session id, cwd, version, branch, types)
+# Kept lines that versions before issue 21 pushed may hold values named as secrets only by their JSON
+# keys: "pending" once this journal's first sync with key-aware redaction found that it had pushed lines
+# and Postgres holds some, "checked" when it found nothing to clean, "done" after `chats redact --postgres`.
+KEYED_REDACTION_STATE = "raw_lines_keyed_redaction"
 
 
-def _remembering(redact):
-    """``redact`` (a pure function of the text) remembering its answers for short strings: the lines
-    of a batch repeat most of their strings, each of which would be scanned again."""
-    seen = {}
+def keyed_redaction(conn):
+    """``None`` (not checked yet), ``"pending"``, ``"checked"`` or ``"done"`` (see above)."""
+    return db.get_state(conn, KEYED_REDACTION_STATE)
 
-    def clean(text):
-        if len(text) > SHORT_STRING:
-            return redact(text)
-        found = seen.get(text)
-        if found is None:
-            found = seen[text] = redact(text)
-        return found
 
-    return clean
+def set_keyed_redaction(conn, value):
+    db.set_state(conn, KEYED_REDACTION_STATE, value)
+
+
+def has_pushed_raw_lines(conn):
+    """Whether any kept line of this journal was pushed (asked once: a scan when none was)."""
+    return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM raw_lines WHERE synced = 1)").fetchall()[0][0])
 
 
 def mark_raw_lines_pushed(conn, ids):

@@ -25,7 +25,7 @@ import psycopg
 
 from . import migrations
 
-TEXT_TABLES = ("messages", "conversations")    # content, names, project paths, branches
+TEXT_TABLES = ("messages", "conversations", "raw_lines")   # content, names, paths, branches, kept lines
 SCRUB_LOCK_TIMEOUT = "10s"   # VACUUM FULL waits this long for the tables, else it is left to later
 
 
@@ -135,32 +135,35 @@ def iso_utc(moment):
 # -- leaving no bytes behind ---------------------------------------------------------------
 
 
-def scrub(conn):
-    """After a purge deleted rows: remove their bytes from the data directory as far as this role
-    may (see the module docstring). ``conn`` is autocommit. Returns ``{"done": [...], "left": [...]}``:
-    what ran, and what remains with the reason (a privilege, the server's settings)."""
+def scrub(conn, tables=TEXT_TABLES, vectors=True, rows="the deleted rows", event="the purge"):
+    """After a purge deleted rows (or ``chats redact --postgres`` rewrote them: ``tables``, without
+    ``vectors``): remove their old bytes from the data directory as far as this role may (see the
+    module docstring). ``conn`` is autocommit. ``rows`` and ``event`` name them in the report.
+    Returns ``{"done": [...], "left": [...]}``: what ran, and what remains with the reason (a
+    privilege, the server's settings)."""
     done, left = [], []
     superuser = _superuser(conn)
-    if _may_maintain(conn, TEXT_TABLES, superuser):
-        if _vacuum(conn, f"VACUUM (FULL, ANALYZE) {', '.join(TEXT_TABLES)}", left):
-            done.append("VACUUM FULL " + ", ".join(TEXT_TABLES))
-        vectors = _vector_tables(conn)
-        if vectors and not _may_maintain(conn, vectors, superuser):
-            left.append(f"the purged messages' vectors (numbers, not text) stay in dead rows of {', '.join(vectors)} "
+    names = ", ".join(tables)
+    if _may_maintain(conn, tables, superuser):
+        if _vacuum(conn, f"VACUUM (FULL, ANALYZE) {names}", left):
+            done.append(f"VACUUM FULL {names}")
+        found = _vector_tables(conn) if vectors else []
+        if found and not _may_maintain(conn, found, superuser):
+            left.append(f"the purged messages' vectors (numbers, not text) stay in dead rows of {', '.join(found)} "
                         "until autovacuum: this role may not VACUUM them")
-        elif vectors and _vacuum(conn, f"VACUUM {', '.join(vectors)}", left):
-            done.append("VACUUM " + ", ".join(vectors))
+        elif found and _vacuum(conn, f"VACUUM {', '.join(found)}", left):
+            done.append("VACUUM " + ", ".join(found))
     else:
-        left.append("the deleted rows stay in the files of messages and conversations, and their vectors in the "
-                    "vector tables (dead rows until autovacuum, then free space until overwritten): this role does "
-                    "not own them; the owner removes them with VACUUM FULL messages, conversations")
+        also = ", and their vectors in the vector tables" if vectors else ""
+        left.append(f"{rows} stay in the files of {names}{also} (dead rows until autovacuum, then free space until "
+                    f"overwritten): this role does not own them; the owner removes them with VACUUM FULL {names}")
     if superuser:
         if _vacuum(conn, "VACUUM FULL pg_statistic", left):
             done.append("VACUUM FULL pg_statistic")
     else:
-        left.append("values ANALYZE sampled before the purge stay in dead rows of pg_statistic until "
+        left.append(f"values ANALYZE sampled before {event} stay in dead rows of pg_statistic until "
                     "autovacuum and in its free space after (a superuser runs VACUUM FULL pg_statistic)")
-    _flush_wal(conn, done, left)
+    _flush_wal(conn, done, left, rows)
     return {"done": done, "left": left}
 
 
@@ -198,7 +201,7 @@ def _vacuum(conn, sql, left):
         return True
     except psycopg.errors.LockNotAvailable:
         left.append(f"{sql} did not run: the tables were busy for {SCRUB_LOCK_TIMEOUT} (a sync or a long "
-                    "query); the next purge runs it again, or run it as the owner")
+                    "query); running the command again runs it, or run it as the owner")
         return False
     except psycopg.errors.InsufficientPrivilege as exc:
         left.append(f"{sql} was refused: {_first_line(exc)}")
@@ -207,14 +210,14 @@ def _vacuum(conn, sql, left):
         conn.execute("RESET lock_timeout")
 
 
-def _flush_wal(conn, done, left):
+def _flush_wal(conn, done, left, rows):
     """CHECKPOINT, switch to a new WAL segment, CHECKPOINT: the segments that hold the deleted rows
     (their inserts, the DELETE's page images) fall behind the redo point and are removed or recycled."""
     for sql in ("CHECKPOINT", "SELECT pg_switch_wal()", "CHECKPOINT"):
         try:
             conn.execute(sql)
         except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
-            left.append(f"the WAL still holds the purged rows until the server's next checkpoints pass them "
+            left.append(f"the WAL still holds {rows} until the server's next checkpoints pass them "
                         f"(checkpoint_timeout, 5 min by default, and max_wal_size of later writes): "
                         f"{sql} was refused ({_first_line(exc)}; CHECKPOINT needs pg_checkpoint, "
                         "pg_switch_wal a superuser or EXECUTE on it)")

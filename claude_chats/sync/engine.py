@@ -22,6 +22,7 @@ from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMis
 from ..localstore import outbox, vectors
 from ..models import canary_vector, check_canary, recipe_of
 from ..models.recipe import embed_messages
+from ..pgstore import rewrite
 from ..purge import sync_purges
 from ..records import Batch, VectorRow
 from ..redact import original_span, redacted_span
@@ -40,6 +41,10 @@ DEFER_INDEX_MIN = 2_000
 DEFER_INDEX_RATIO = 4
 DEFER_TEXT_INDEX_RATIO = 1
 
+
+KEYED_REDACTION_NOTE = ("the transcript lines kept for restore that earlier versions of claude-chats pushed to "
+                        "Postgres may hold values named as secrets only by their JSON keys (\"password\": ...) in "
+                        "clear; `chats redact --postgres` rewrites them (once, from any machine)")
 
 PROGRESS_EVERY = 2.0   # seconds between two writes of the ``sync_progress`` state
 
@@ -91,6 +96,7 @@ class SyncReport:
     vectors_pushed: int = 0
     conversations: int = 0      # conversations inserted or updated
     raw_lines: int = 0          # transcript lines kept for restore, pushed now
+    notes: list = field(default_factory=list)   # said once (see Syncer._note_keyed_redaction)
     purges: dict = field(default_factory=dict)  # purge tombstones pushed / applied, and what they removed here,
     #                                            those refused and those kept aside (see purge.sync_purges)
     batches: int = 0
@@ -425,6 +431,7 @@ class Syncer:
         outbox.pack_raw_lines(self.journal.conn)
         if self.store is None:
             return
+        self._note_keyed_redaction()
         after_id = 0
         while True:
             ids, lines = outbox.pending_raw_lines(self.journal.conn, self.batch_size, after_id, self.redact)
@@ -435,6 +442,19 @@ class Syncer:
                                          [i for i, line in zip(ids, lines) if line.session_id not in homeless])
             self.report.raw_lines += sum(1 for line in lines if line.session_id not in homeless)
             after_id = ids[-1]
+
+    def _note_keyed_redaction(self):
+        """Once, at this journal's first sync of a version that redacts kept lines by their JSON keys: if
+        it pushed lines before and Postgres holds some, they may hold such secrets in clear (the push
+        never rewrites a line); the sync says so and ``chats status`` keeps saying it until ``chats
+        redact --postgres`` ran here. Two queries, once."""
+        conn = self.journal.conn
+        if self.redact is None or outbox.keyed_redaction(conn) is not None:
+            return
+        pending = outbox.has_pushed_raw_lines(conn) and self._pg(rewrite.has_kept_lines, self.store.conn)
+        outbox.set_keyed_redaction(conn, "pending" if pending else "checked")
+        if pending:
+            self.report.notes.append(KEYED_REDACTION_NOTE)
 
     # -- helpers ----------------------------------------------------------------
 
