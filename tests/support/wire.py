@@ -13,9 +13,10 @@ from tests.support.hooks import CHATS
 class RawWire:
     """``chats mcp`` started in ``cwd`` and initialized (the legacy era's ``initialize``)."""
 
-    def __init__(self, cwd, env=None):
+    def __init__(self, cwd, env=None, preexec_fn=None):
         self.proc = subprocess.Popen([*CHATS, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=dict(env or os.environ), cwd=cwd)
+                                     stderr=subprocess.DEVNULL, env=dict(env or os.environ), cwd=cwd,
+                                     preexec_fn=preexec_fn)
         self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
         assert self.reply(1)["result"]["serverInfo"]
