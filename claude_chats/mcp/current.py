@@ -13,7 +13,6 @@ parent is that process. So: the pid file of the parent, else the environment
 import errno
 import json
 import os
-import stat
 
 from .. import paths
 from ..errors import SearchError
@@ -57,7 +56,7 @@ def _pid_file(parent=None):
     pid = parent or os.getppid()
     path = os.path.join(paths.claude_config_dir(), "sessions", f"{pid}.json")
     try:
-        data = _read_regular(path)
+        data = paths.read_regular(path, PID_FILE_BYTES, follow=False)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -73,20 +72,6 @@ def _pid_file(parent=None):
         if len(value) > _FIELD_CHARS[key] or any(c < " " or "\x7f" <= c <= "\x9f" for c in value):
             raise _refused(path, f"its {key} holds control characters or is over {_FIELD_CHARS[key]} characters")
     return found
-
-
-def _read_regular(path):
-    """The bytes of the regular file ``path``, opened without following a symlink or waiting on a FIFO."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(0, "not a regular file")
-        data = os.read(fd, PID_FILE_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > PID_FILE_BYTES:
-        raise OSError(0, f"larger than {PID_FILE_BYTES:,} bytes")
-    return data
 
 
 def _refused(path, why):
