@@ -161,6 +161,8 @@ def read_file(path=None):
     import tomllib  # here, not at the top: the hook imports this module on some turns
 
     path = path or paths.config_path()
+    if path == os.devnull:   # what a caller passes for "no config file" (evaluate's bake-off)
+        return {}
     try:
         data = paths.read_regular(path, CONFIG_BYTES)   # a FIFO there would hang every command
     except FileNotFoundError:
