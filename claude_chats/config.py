@@ -153,18 +153,29 @@ class Settings:
         return [(k, self._values[k], self._sources[k]) for k in SETTINGS]
 
 
+CONFIG_BYTES = 1 << 20   # a config file is a few hundred bytes
+
+
 def read_file(path=None):
     """The config file as a dict ({} when absent); a malformed file is an error."""
     import tomllib  # here, not at the top: the hook imports this module on some turns
 
     path = path or paths.config_path()
+    if path == os.devnull:   # what a caller passes for "no config file" (evaluate's bake-off)
+        return {}
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        data = paths.read_regular(path, CONFIG_BYTES)   # a FIFO there would hang every command
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except RecursionError:   # tomllib reads nested arrays and tables by recursion
+        raise ConfigError(f"config file {path} is not a configuration: its arrays or tables nest too deep to "
+                          "be read") from None
 
 
 _KIND_NAMES = {_bool: "boolean (true/false)", _seconds: f"duration ({DURATION_FORMS})",

@@ -6,6 +6,7 @@ agree); ``CLAUDE_CHATS_HOME`` relocates all of them under one folder.
 """
 
 import os
+import stat
 import sys
 
 APP = "claude-chats"
@@ -87,3 +88,24 @@ def check_folders():
             from .errors import ConfigError  # here: errors is off the hook's path
             raise ConfigError(f"claude-chats keeps its state in {folder}, but {existing} is not a folder: "
                               f"point {where} at a folder (it is created when missing)")
+
+
+def read_regular(path, limit, follow=True):
+    """The bytes of the regular file ``path``, at most ``limit`` of them; ``OSError`` otherwise.
+
+    Opened with ``O_NONBLOCK`` (a FIFO opens at once instead of waiting for a writer) and checked with
+    ``fstat`` before any read: a FIFO, a device or a folder is refused, so no read blocks or never
+    ends; a file over ``limit`` bytes is refused. ``follow=False`` refuses a symbolic link too
+    (``ELOOP``). ``FileNotFoundError`` when there is nothing there."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file", path)
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise OSError(0, f"larger than {limit:,} bytes", path)
+    return data
+

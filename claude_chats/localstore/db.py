@@ -4,6 +4,7 @@ Stdlib + apsw only: the hook opens the journal on every turn.
 """
 
 import os
+import stat
 import time
 
 import apsw
@@ -18,7 +19,11 @@ def migration_files():
 
 
 def connect(path, readonly=False):
-    """An apsw connection to the journal at ``path``, created and migrated if needed."""
+    """An apsw connection to the journal at ``path``, created and migrated if needed.
+
+    A journal (or its WAL or shared-memory file) that is there and is not a regular file is refused
+    before SQLite opens it: a FIFO would block the opening for ever, the hook's and every command's."""
+    _refuse_special(path)
     if not readonly:
         _create_private(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
@@ -32,6 +37,19 @@ def connect(path, readonly=False):
         from ..errors import JournalError  # here: errors is off the hook's path
         raise JournalError(f"cannot open the journal {path}: {exc}") from exc
     return conn
+
+
+def _refuse_special(path):
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            mode = os.stat(name).st_mode
+        except OSError:   # not there (SQLite creates it), or unreadable (SQLite says so)
+            continue
+        if not stat.S_ISREG(mode):
+            from ..errors import JournalError  # here: errors is off the hook's path
+            what = "it" if name == path else name
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise JournalError(f"cannot open the journal {path}: {what} is {kind}, not a SQLite file; move it away")
 
 
 def _create_private(path):

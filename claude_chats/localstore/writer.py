@@ -525,11 +525,20 @@ def _upsert_sessions(conn, records, machine, forced=False):
         s["slug"] = s["slug"] or r.slug
         s["entry"] = s["entry"] or r.entrypoint
     stamp = now_iso()
+    for s in info.values():   # a subagent is what its parent session is, whatever its own lines say
+        parent = s["rec"].parent_session_id
+        s["inherits"] = bool(parent) and bool(conn.execute(
+            "SELECT 1 FROM sessions WHERE id = ? AND machine_made = 1", (parent,)).fetchall())
     conn.executemany(_UPSERT_SESSION, [
         (sid, s["rec"].parent_session_id, s["rec"].agent_id, s["cwd"], s["branch"], s["slug"], s["first"],
-         s["last"], machine, s["next"], stamp, s["entry"], int(forced or transcript.machine_made(s["entry"])),
-         int(forced))
+         s["last"], machine, s["next"], stamp, s["entry"],
+         int(forced or s["inherits"] or transcript.machine_made(s["entry"])), int(forced or s["inherits"]))
         for sid, s in info.items()])
+    made = [sid for sid, s in info.items() if forced or transcript.machine_made(s["entry"])]
+    if made:   # subagents stored before their parent session said what it is
+        conn.executemany("UPDATE sessions SET machine_made = 1, updated_at = ? WHERE machine_made = 0 AND "
+                         "parent_session_id IN (SELECT id FROM sessions WHERE id = ? AND machine_made = 1)",
+                         [(stamp, sid) for sid in made])
     return info.keys()
 
 

@@ -238,7 +238,12 @@ class Front:
     def _from_client(self, line):
         """Answer early what can be while FastMCP loads; pass everything on to it. False once it takes no more."""
         line = stdin.rewrite(line)   # a lone surrogate escape would make the SDK drop the line unanswered
-        message = _parse(line)
+        message = _parse(line.decode("utf-8", "replace"))   # as the SDK reads it
+        refusal = _refusal(message, line)
+        if refusal is not None:   # the SDK would drop the line unanswered: the client would wait for ever
+            if refusal:
+                self._write(refusal)
+            return True
         answerable = isinstance(message, dict) and type(message.get("id")) in (str, int)
         method = message.get("method") if answerable else None
         key = self._answer_key(method, message.get("params") if method else None)
@@ -351,6 +356,58 @@ def write_json(path, data, mode, indent=None):
 
 
 _NOT_JSON = object()
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600   # JSON-RPC 2.0's codes
+BATCH_REFUSED = ("Invalid Request: batches are not supported (MCP removed JSON-RPC batching in its 2025-06-18 "
+                 "revision); send each message on a line of its own")
+
+
+def _refusal(message, line):
+    """What the front answers itself to a line that is no single JSON-RPC 2.0 message, which the MCP SDK
+    drops unanswered; None for a line to pass on, [] for one to drop without a word (a blank line, a
+    batch of notifications).
+
+    As JSON-RPC 2.0 says: a line that is not JSON gets -32700 Parse error (id null); an empty array one
+    -32600 Invalid Request; a batch an array of -32600, one per element that expects an answer (each
+    with its request's id, else null), since the SDK takes one message a line; any other message that
+    is not JSON-RPC 2.0 a -32600 with its id if it has one."""
+    if message is _NOT_JSON:
+        if not line.strip():
+            return []
+        return _error(None, PARSE_ERROR, "Parse error: the line is not JSON (one JSON-RPC message a line)")
+    if isinstance(message, list):
+        if not message:
+            return _error(None, INVALID_REQUEST, "Invalid Request: an empty batch")
+        return [_error(_request_id(m), INVALID_REQUEST, BATCH_REFUSED) for m in message if _expects_answer(m)]
+    if _well_formed(message):
+        return None
+    if not _expects_answer(message):
+        return []
+    return _error(_request_id(message), INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+
+
+def _error(mid, code, text):
+    return {"jsonrpc": "2.0", "id": mid, "error": {"code": code, "message": text}}
+
+
+def _request_id(message):
+    mid = message.get("id") if isinstance(message, dict) else None
+    return mid if type(mid) in (str, int) else None
+
+
+def _expects_answer(message):
+    """False for a notification (a method, no id) and a response (no method): JSON-RPC answers neither."""
+    return not isinstance(message, dict) or ("id" in message if "method" in message else
+                                              not ("result" in message or "error" in message))
+
+
+def _well_formed(message):
+    """A JSON-RPC 2.0 request, notification or response, as the MCP SDK reads one."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return False
+    if "method" in message:
+        return (isinstance(message["method"], str) and (message.get("params") is None or isinstance(message["params"], dict))
+                and ("id" not in message or type(message["id"]) in (str, int)))
+    return type(message.get("id")) in (str, int) and ("result" in message) != ("error" in message)
 
 
 def _parse(line):

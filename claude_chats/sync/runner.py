@@ -46,8 +46,8 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
         try:
             provider = provider or _remember(opened, open_embedder(settings))
         except ProviderError as exc:
-            return _failed(journal, f"no embedding provider, messages stay pending: {exc}", unreachable, store,
-                           redactor(settings, None))
+            return _failed(journal, f"no embedding model: messages stay pending, none is pushed until one is "
+                                    f"set up: {exc}", unreachable, store, redactor(settings, None))
         local = local if local is not None else outbox.local_vectors(journal)
         redact = redact or redactor(settings, provider)
         report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers,
@@ -108,6 +108,8 @@ def _failed(journal, error, unreachable=None, store=None, clean=None):
     if unreachable:
         report.postgres = "unreachable"
         report.errors.append(unreachable)
+    elif store is not None:   # Postgres is there: what is missing is the model, and the report says that
+        report.postgres = "ok"
     if store is not None:
         try:
             report.purges = sync_purges(journal, store, clean)

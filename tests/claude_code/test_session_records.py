@@ -14,17 +14,7 @@ import time
 import pytest
 
 from .fake_api import AI_TITLE, AWAY_SUMMARY, COMPACT_SUMMARY
-from .harness import PROJECT_ROOT, chats_bin, read_jsonl
-
-
-def _wait(predicate, timeout=30, what="condition"):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        got = predicate()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+from .harness import PROJECT_ROOT, chats_bin, eventually, read_jsonl
 
 
 def _session_row(scratch, session_id):
@@ -43,7 +33,7 @@ def _titled_session(probed):
         ui.wait_idle()
         run = ui.turn("tell me about the lighthouse keeper's logbook")
         sid = run["payload"]["session_id"]
-        _wait(lambda: probed.transcript(sid).of_type("ai-title"), what="an ai-title record")
+        eventually(lambda: probed.transcript(sid).of_type("ai-title"), what="an ai-title record")
         ui.turn("and the foghorn schedule")
     return sid
 
@@ -195,7 +185,7 @@ def test_compact_is_stored_and_flagged(probed):
         sid = run["payload"]["session_id"]
         ui.turn("second turn @bash(echo orrery-gears)")
         ui.type("/compact keep the gears")
-        _wait(lambda: probed.probe_runs("PostCompact"), what="PostCompact")
+        eventually(lambda: probed.probe_runs("PostCompact"), what="PostCompact")
         ui.wait_for("Compacted", what="the compaction notice")
         compacted_at = time.time()
         ui.turn("after the compaction")
@@ -250,8 +240,8 @@ def _recap_session(probed):
         run = ui.turn("plan the greenhouse irrigation")
         ui.type("/recap")
         ui.wait_for(AWAY_SUMMARY, what="the recap")
-        _wait(lambda: AWAY_SUMMARY in probed.transcript_path(run["payload"]["session_id"]).read_text(),
-              what="the recap in the transcript")
+        eventually(lambda: AWAY_SUMMARY in probed.transcript_path(run["payload"]["session_id"]).read_text(),
+                   what="the recap in the transcript")
         ui.turn("a turn after the recap")
     return run["payload"]["session_id"]
 

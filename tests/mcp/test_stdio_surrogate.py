@@ -5,60 +5,9 @@ reader (pydantic's JSON parser) refuses the line and drops it: before the fix th
 was never answered. The client here writes the JSON-RPC lines itself, byte for byte.
 """
 
-import json
-import os
-import pathlib
-import select
-import subprocess
-import sys
-
 import pytest
 
-CHATS = pathlib.Path(sys.executable).with_name("chats")
-
-
-class Wire:
-    """``chats mcp`` as a process, spoken to in raw JSON-RPC lines."""
-
-    def __init__(self, cwd):
-        self.proc = subprocess.Popen([str(CHATS), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=dict(os.environ), cwd=cwd)
-        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-        assert self.reply(1)["result"]["serverInfo"]
-        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-
-    def send(self, text):
-        self.proc.stdin.write(text.encode("utf-8") + b"\n")
-        self.proc.stdin.flush()
-
-    def reply(self, request_id, timeout=30):
-        """The answer to ``request_id``, or None when none comes within ``timeout`` seconds."""
-        while True:
-            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-            if not ready:
-                return None
-            line = self.proc.stdout.readline()
-            if not line:
-                return None
-            message = json.loads(line)
-            if message.get("id") == request_id:
-                return message
-
-    def close(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-@pytest.fixture
-def wire(tmp_path):
-    w = Wire(str(tmp_path))
-    yield w
-    w.close()
+from tests.support.wire import wire  # noqa: F401 - the fixture
 
 
 def tool_call(request_id, name, arguments_json):

@@ -7,6 +7,7 @@ from claude_chats import config
 from claude_chats.errors import ConfigError, ProviderError, ProviderUnavailable
 from claude_chats.models import chunk_text, embed_texts, get_provider
 from claude_chats.models.llama import LlamaProvider
+from tests.support.vectors import assert_same_vectors
 
 SENTENCES = ["The migration failed because the column already existed.",
              "We added a retry around the flaky network call.",
@@ -49,20 +50,19 @@ def test_batching_does_not_change_vectors(minilm, monkeypatch):
     monkeypatch.setattr(minilm, "batch_size", 7)  # a capability attribute, not the code under test
     batched = minilm.embed_documents(texts)
     one_by_one = np.stack([minilm.embed_documents([t])[0] for t in texts[:10]])
-    np.testing.assert_allclose(batched, together, atol=1e-4)
-    np.testing.assert_allclose(one_by_one, together[:10], atol=1e-4)
+    assert_same_vectors(batched, together)
+    assert_same_vectors(one_by_one, together[:10])
 
 
 def test_query_versus_document(test_model_path, minilm):
     query = "why did the migration fail?"
     # MiniLM has no instruction prefix: a query is embedded like a document
-    np.testing.assert_allclose(minilm.embed_query(query), minilm.embed_documents([query])[0], atol=1e-4)
+    assert_same_vectors(minilm.embed_query(query), minilm.embed_documents([query])[0])
     prefixed = LlamaProvider(model=str(test_model_path), query_prefix="query: ", document_prefix="passage: ")
     try:
-        np.testing.assert_allclose(prefixed.embed_query(query), minilm.embed_documents(["query: " + query])[0],
-                                   atol=1e-4)
-        np.testing.assert_allclose(prefixed.embed_documents([SENTENCES[0]])[0],
-                                   minilm.embed_documents(["passage: " + SENTENCES[0]])[0], atol=1e-4)
+        assert_same_vectors(prefixed.embed_query(query), minilm.embed_documents(["query: " + query])[0])
+        assert_same_vectors(prefixed.embed_documents([SENTENCES[0]])[0],
+                            minilm.embed_documents(["passage: " + SENTENCES[0]])[0])
         assert prefixed.space.options == {"document_prefix": "passage: "}
         assert prefixed.space.key != minilm.space.key
         ranked = prefixed.embed_documents(SENTENCES) @ prefixed.embed_query(query)
@@ -98,13 +98,13 @@ def test_a_long_query_is_chunked_and_averaged(minilm):
     query = long_message(3_000)
     pieces = [piece for _, _, piece in chunk_text(query, minilm)]
     expected = minilm.embed_documents(pieces).mean(axis=0)
-    np.testing.assert_allclose(minilm.embed_query(query), expected / np.linalg.norm(expected), atol=1e-4)
+    assert_same_vectors(minilm.embed_query(query), expected / np.linalg.norm(expected))
 
 
 def test_embed_texts_keeps_message_order_and_skips_blank(minilm):
     out = embed_texts(minilm, [SENTENCES[0], "   ", SENTENCES[2]])
     assert [len(chunks) for chunks in out] == [1, 0, 1]
-    np.testing.assert_allclose(out[2][0].vector, minilm.embed_documents([SENTENCES[2]])[0], atol=1e-4)
+    assert_same_vectors(out[2][0].vector, minilm.embed_documents([SENTENCES[2]])[0])
 
 
 def test_matryoshka_dimensions(test_model_path, minilm):
@@ -112,7 +112,7 @@ def test_matryoshka_dimensions(test_model_path, minilm):
         vector = small.embed_documents([SENTENCES[0]])[0]
         full = minilm.embed_documents([SENTENCES[0]])[0]
         assert vector.shape == (128,) and small.space.key == "llama/all-MiniLM-L6-v2.f16/128/{}"
-        np.testing.assert_allclose(vector, full[:128] / np.linalg.norm(full[:128]), atol=1e-5)
+        assert_same_vectors(vector, full[:128] / np.linalg.norm(full[:128]))
     with pytest.raises(ProviderError, match="384 dimensions"):
         LlamaProvider(model=str(test_model_path), dimensions=1024)
 
@@ -134,7 +134,7 @@ def test_flash_attention_gives_the_vectors_of_plain_attention(test_model_path, m
     texts = [f"{s} (variant {i})" for i in range(20) for s in SENTENCES] + [long_message(1500)]
     assert minilm.flash_attn
     with LlamaProvider(model=str(test_model_path), threads=1, flash_attn=False) as plain:
-        np.testing.assert_allclose(minilm.embed_documents(texts), plain.embed_documents(texts), atol=1e-4)
+        assert_same_vectors(minilm.embed_documents(texts), plain.embed_documents(texts))
 
 
 class Ticks:

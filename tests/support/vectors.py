@@ -1,0 +1,34 @@
+"""Embeddings compared as search uses them: what the product promises, not one machine's rounding.
+
+llama.cpp sums in an order that follows the batch's shape and the thread count (and a provider
+without a fixed ``threads`` follows the machine's load): the same text's vector from two runs
+differs in the fourth decimal (1.1e-4 seen at a load average of 4-6), which an element-wise
+``atol=1e-4`` turned into failures. Search promises the same neighbours: ``assert_same_vectors``
+checks each pair of vectors by cosine and that every query ranks the vectors alike.
+"""
+
+import numpy as np
+
+MIN_COSINE = 0.9999   # the noise is ~1e-6 below 1; variants of one sentence are 0.97-0.98 apart
+TIE = 1e-3            # two scores closer than this may change places (seen: 1.2e-4 apart from run to run)
+
+
+def assert_same_vectors(actual, expected, queries=None, min_cosine=MIN_COSINE, tie=TIE):
+    """``actual`` and ``expected`` (one vector, or one a row) are the same embeddings: each pair's cosine
+    at least ``min_cosine``, and each of ``queries`` (default: the expected vectors) ranks the actual
+    vectors as it ranks the expected ones, but for scores closer than ``tie``."""
+    a = np.atleast_2d(np.asarray(actual, dtype=np.float64))
+    b = np.atleast_2d(np.asarray(expected, dtype=np.float64))
+    assert a.shape == b.shape, (a.shape, b.shape)
+    cosines = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    worst = int(np.argmin(cosines))
+    assert cosines[worst] >= min_cosine, f"vector {worst}: cosine {cosines[worst]:.7f} < {min_cosine}"
+    q = b if queries is None else np.atleast_2d(np.asarray(queries, dtype=np.float64))
+    got, want = a @ q.T, b @ q.T                           # [vector, query]
+    d_got = got[:, None, :] - got[None, :, :]              # [vector i, vector k, query]
+    d_want = want[:, None, :] - want[None, :, :]
+    swapped = (np.sign(d_got) != np.sign(d_want)) & (np.maximum(abs(d_got), abs(d_want)) > tie)
+    if swapped.any():
+        i, k, j = (int(x[0]) for x in np.nonzero(swapped))
+        raise AssertionError(f"query {j} ranks vectors {i} and {k} the other way round: "
+                             f"{got[i, j]:.6f} vs {got[k, j]:.6f}, expected {want[i, j]:.6f} vs {want[k, j]:.6f}")
