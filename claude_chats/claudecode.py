@@ -70,8 +70,8 @@ def resume_command(session_id, project_path=None, restore_first=False):
     if project_path and not project_path.isprintable():
         return (f"(no resume line: the project path {shown(project_path)} holds control characters; "
                 f"go there yourself and run `{command}`)")
-    if project_path:
-        command = f"cd {shlex.quote(project_path)} && {command}"
+    if project_path:   # `--`: a path that starts with "-" (a relative one from another machine) is no option
+        command = f"cd {'-- ' if project_path.startswith('-') else ''}{shlex.quote(project_path)} && {command}"
     return f"chats restore {root} && {command}" if restore_first else command
 
 

@@ -1,6 +1,7 @@
 """Issue 17: Claude Code's own names for things (claude_chats/claudecode.py), as 2.1.332 has them."""
 
 import os
+import subprocess
 
 import pytest
 
@@ -28,3 +29,13 @@ def test_the_resume_line_resumes_from_the_project_and_restores_first_when_the_tr
     os.makedirs(os.path.dirname(path))
     open(path, "w").close()
     assert resume_line("abc", "/work/proj") == "cd /work/proj && claude --resume abc"
+
+
+def test_a_project_path_that_starts_with_a_dash_is_no_option_of_cd(tmp_path):
+    """A relative path from a transcript or another machine's row ("-experiments/worktrees", one of the
+    corpus's) made `cd -experiments/worktrees`, which cd reads as options; the line is run in a shell."""
+    (tmp_path / "-rf x").mkdir()
+    line = resume_command("abc", "-rf x").replace("claude --resume abc", "pwd")
+    assert line.startswith("cd -- ")
+    res = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.strip() == str(tmp_path / "-rf x"), res
