@@ -134,7 +134,8 @@ def make_vectors(args):
         np.save(real_path, real.astype(np.float32))
     base_path = os.path.join(args.data, "base.npy")
     total = max(args.sizes) + EXTRA
-    if os.path.exists(base_path) and np.load(base_path, mmap_mode="r").shape[0] >= total:
+    done_path = os.path.join(args.data, "is_real.npy")   # written last: the base is complete
+    if os.path.exists(done_path) and np.load(base_path, mmap_mode="r").shape[0] >= total:
         return
     real = np.load(real_path)
     rng = np.random.default_rng(22)
@@ -161,9 +162,9 @@ def make_vectors(args):
         v /= np.linalg.norm(v, axis=1, keepdims=True)
         base[rows] = v.astype(np.float32)
     base.flush()
-    projection = np.asarray(base, dtype=np.float32) @ rng.normal(size=DIM).astype(np.float32)
+    projection = np.asarray(base, dtype=np.float64) @ rng.normal(size=DIM)   # float64: no birthday ties
     distinct = len(np.unique(projection))
-    np.save(os.path.join(args.data, "is_real.npy"), is_real)
+    np.save(done_path, is_real)
     print(f"base: {total} vectors, {distinct} distinct (by a random projection)", flush=True)
 
 
