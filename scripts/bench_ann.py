@@ -58,6 +58,14 @@ CANDIDATES = ["usearch-f16", "faiss-ivf", "sqlite-vec-bit", "signindex", "usearc
 
 
 def maxrss_mb():
+    """Peak RSS of this process. ``getrusage(RUSAGE_SELF).ru_maxrss`` would do in a process started by a
+    small parent, but Linux carries the parent's peak into a forked+exec'd child's ru_maxrss (the
+    orchestrator holds ~500 MB while it computes the exact neighbours), so VmHWM is read instead;
+    ru_maxrss is kept beside it (``ru_maxrss_mb``)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -244,7 +252,7 @@ class UsearchCand:
         return Index.restore(path, view=True)
 
     def settings(self):
-        return [50, 100, 200]
+        return [50, 100, 200, 400, 800]
 
     def search(self, index, query, setting, count=RERANK):
         index.expansion_search = max(setting, count)
@@ -289,7 +297,7 @@ class FaissIvf:
         return faiss.read_index(path, faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
 
     def settings(self):
-        return [4, 8, 16, 32, 64]
+        return [8, 16, 32, 64, 128]
 
     def search(self, index, query, setting, count=RERANK):
         index.nprobe = setting
@@ -332,7 +340,7 @@ class Hnswlib:
         return index
 
     def settings(self):
-        return [50, 100, 200]
+        return [50, 100, 200, 400, 800]
 
     def search(self, index, query, setting, count=RERANK):
         index.set_ef(max(setting, count))
@@ -442,8 +450,8 @@ class Signindex:
     def settings(self):
         return [0]
 
-    def search(self, index, query, setting):
-        return index.nearest(query, K)[0]    # int8 similarities, as the product ranks them (no float re-rank)
+    def search(self, index, query, setting, count=K):
+        return index.nearest(query, count)[0]    # int8 similarities, as the product ranks them (no float re-rank)
 
     def add(self, path, ids, vectors):
         index = self.open(path)
@@ -515,12 +523,14 @@ def child(args):
             per[setting] = {"recall": hits / (K * len(queries)), "p50_ms": float(np.percentile(times, 50)) * 1000,
                             "p95_ms": float(np.percentile(times, 95)) * 1000}
         out["settings"] = per
-        if args.setting is not None and name in ("usearch-f16", "usearch-i8", "faiss-ivf", "hnswlib"):
+        if args.setting is not None and name in ("usearch-f16", "usearch-i8", "faiss-ivf", "hnswlib") or \
+                name == "signindex":
             # what the product asks: CANDIDATES x 16 = 640 nearest chunks, re-ranked exactly
             times, hits = [], 0
             for i, q in enumerate(queries):
                 t = time.perf_counter()
-                found = rerank(base, q, cand.search(index, q, args.setting, WIDE))
+                found = cand.search(index, q, args.setting or 0, WIDE)
+                found = found[:K] if name == "signindex" else rerank(base, q, found)
                 times.append(time.perf_counter() - t)
                 hits += len(set(found[:K].tolist()) & set(exact[i].tolist()))
             out["wide"] = {"recall": hits / (K * len(queries)), "p50_ms": float(np.percentile(times, 50)) * 1000,
@@ -553,6 +563,7 @@ def child(args):
         if what == "delete":
             # does the file still hold a deleted vector's bytes? (what a purge must not leave on disk)
             out["deleted_bytes_before"], out["deleted_bytes_after"] = before, bytes_found(path, marks)
+    out["ru_maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -588,6 +599,17 @@ def run_child(args, name, n, what, setting=None):
     return {"error": (proc.stderr or proc.stdout)[-600:]}
 
 
+def previous_build(results_path, name, n):
+    """The build figures of an earlier run of this candidate and size (its file is still there)."""
+    found = None
+    if os.path.exists(results_path):
+        for line in open(results_path):
+            row = json.loads(line)
+            if row.get("candidate") == name and row.get("n") == n and "build_s" in row:
+                found = {k: row[k] for k in ("build_s", "build_rss_mb", "size_mb") if k in row}
+    return found
+
+
 def pick_setting(settings, target=0.98):
     """The cheapest setting that reaches the target recall (else the best one)."""
     ok = [(v["p50_ms"], k) for k, v in settings.items() if v["recall"] >= target]
@@ -605,11 +627,19 @@ def main():
     parser.add_argument("--results", default=None, help="JSON file the figures are appended to")
     parser.add_argument("--child", nargs=3, default=None)
     parser.add_argument("--setting", type=int, default=None)
+    parser.add_argument("--table", action="store_true", help="print the table of the results file and stop")
+    parser.add_argument("--rebuild", action="store_true", help="build again although an earlier run's file is there")
     parser.add_argument("--vectors-only", action="store_true", help="make (or check) the vectors and stop")
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
     if args.child:
         return child(args)
+    if args.table:
+        rows = {}
+        for line in open(args.results or os.path.join(args.data, "results.jsonl")):
+            row = json.loads(line)
+            rows[(row["n"], row["candidate"])] = row     # the latest run of each
+        return print_table([rows[k] for k in sorted(rows, key=lambda k: (k[0], CANDIDATES.index(k[1])))])
     os.nice(19)
     print(f"load average at start: {os.getloadavg()}", flush=True)
     make_vectors(args)
@@ -625,7 +655,11 @@ def main():
             row = {"candidate": name, "n": n, "load_before": os.getloadavg()[0]}
             if name == "signindex" and not os.path.exists(index_path(args, name, n)):
                 run_child(args, "sqlite-vec-bit", n, "build")
-            row.update(run_child(args, name, n, "build"))
+            before = previous_build(results_path, name, n)
+            if before and os.path.exists(index_path(args, name, n)) and not args.rebuild:
+                row.update(before, build_reused=True)
+            else:
+                row.update(run_child(args, name, n, "build"))
             if "error" not in row:
                 query = run_child(args, name, n, "query")
                 row.update(query)
@@ -652,17 +686,22 @@ def main():
 
 
 HEADER = ("| candidate | N | build s | file MB | open ms (fresh) | 1st query ms | p50 ms | p95 ms | recall@10 "
-          "| setting | RSS 1 query MB | RSS all MB | add 1k s | delete 1k s | load |")
+          "| setting | p50 ms / recall@10, 640 asked | RSS 1 query MB | RSS all MB | add 1k s (RSS MB) "
+          "| delete 1k s | deleted bytes gone | load |")
 
 
 def format_row(r):
     if "error" in r and "p50_ms" not in r:
         return f"| {r['candidate']} | {r['n']:,} | error: {r['error'][-200:]!r} |"
     f = lambda key, fmt="{:.0f}": fmt.format(r[key]) if r.get(key) is not None else "-"  # noqa: E731
+    w = r.get("wide")
+    wide = f"{w['p50_ms']:.1f} / {w['recall']:.3f}" if w else "-"
+    gone = ("-" if not r.get("deleted_bytes_before") else "no" if r.get("deleted_bytes_after") else "yes")
     return (f"| {r['candidate']} | {r['n']:,} | {f('build_s')} | {f('size_mb')} | {f('cli_open_ms', '{:.1f}')} "
             f"| {f('cli_first_query_ms', '{:.1f}')} | {f('p50_ms', '{:.2f}')} | {f('p95_ms', '{:.2f}')} "
-            f"| {f('recall', '{:.3f}')} | {r.get('setting', '-')} | {f('cli_rss_one_query_mb')} | {f('rss_all_mb')} "
-            f"| {f('add_s', '{:.2f}')} | {f('delete_s', '{:.2f}')} | {r['load_before']:.1f}-{r['load_after']:.1f} |")
+            f"| {f('recall', '{:.3f}')} | {r.get('setting', '-')} | {wide} | {f('cli_rss_one_query_mb')} "
+            f"| {f('rss_all_mb')} | {f('add_s', '{:.2f}')} ({f('add_rss_mb')}) | {f('delete_s', '{:.2f}')} | {gone} "
+            f"| {r['load_before']:.1f}-{r['load_after']:.1f} |")
 
 
 def print_table(rows):
