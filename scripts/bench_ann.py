@@ -54,7 +54,7 @@ EXTRA = 1000          # rows past the largest size: what "add 1,000" adds
 K = 10
 RERANK = 50           # candidates taken from an index and re-ranked exactly
 WIDE = 640            # what the product's vector leg asks: search.core.CANDIDATES (40) x 16 chunks
-CANDIDATES = ["usearch-f16", "faiss-ivf", "sqlite-vec-bit", "signindex", "usearch-i8", "hnswlib"]
+CANDIDATES = ["usearch-f16", "faiss-ivf", "sqlite-vec-bit", "signindex", "usearch-i8", "hnswlib", "own-ivf-i8"]
 
 
 def maxrss_mb():
@@ -365,6 +365,89 @@ class Hnswlib:
         os.replace(path + ".new", path)
 
 
+class OwnIvf:
+    """A compact file of our own: spherical k-means lists (numpy), int8 codes grouped by list with their
+    rowids, memory-mapped; the probed lists scanned with numpy, candidates re-ranked exactly."""
+
+    @staticmethod
+    def imports():
+        pass
+
+    @staticmethod
+    def train(sample, nlist, rounds=8):
+        rng = np.random.default_rng(2)
+        centroids = sample[rng.choice(len(sample), nlist, replace=False)].copy()
+        for _ in range(rounds):
+            assign = np.argmax(sample @ centroids.T, axis=1)
+            sums = np.zeros_like(centroids)
+            np.add.at(sums, assign, sample)
+            empty = np.linalg.norm(sums, axis=1) == 0
+            sums[empty] = sample[rng.choice(len(sample), int(empty.sum()))]
+            centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+        return centroids.astype(np.float32)
+
+    @staticmethod
+    def write(path, centroids, ids, vectors):
+        assign = np.concatenate([np.argmax(vectors[i:i + 50_000] @ centroids.T, axis=1)
+                                 for i in range(0, len(vectors), 50_000)]) if len(vectors) else np.zeros(0, int)
+        order = np.argsort(assign, kind="stable")
+        offsets = np.searchsorted(assign[order], np.arange(len(centroids) + 1)).astype(np.int64)
+        codes = np.clip(np.round(vectors[order] * 127), -127, 127).astype(np.int8)
+        header = json.dumps({"nlist": len(centroids), "n": len(ids), "dim": DIM}).encode().ljust(4096)
+        with open(path + ".tmp", "wb") as f:
+            f.write(header)
+            for part in (centroids, offsets, np.asarray(ids, np.int64)[order], codes):
+                f.write(np.ascontiguousarray(part).tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+
+    def build(self, path, base, n):
+        nlist = 1024 if n >= 300_000 else 256
+        rng = np.random.default_rng(1)
+        centroids = self.train(np.asarray(base[np.sort(rng.choice(n, min(n, 40 * nlist), replace=False))]), nlist)
+        self.write(path, centroids, np.arange(1, n + 1), np.asarray(base[:n]))
+
+    def open(self, path):
+        with open(path, "rb") as f:
+            head = json.loads(f.read(4096))
+        nlist, n = head["nlist"], head["n"]
+        at = 4096
+        centroids = np.memmap(path, np.float32, "r", at, (nlist, DIM))
+        at += nlist * DIM * 4
+        offsets = np.memmap(path, np.int64, "r", at, (nlist + 1,))
+        at += (nlist + 1) * 8
+        ids = np.memmap(path, np.int64, "r", at, (n,))
+        at += n * 8
+        codes = np.memmap(path, np.int8, "r", at, (n, DIM)) if n else np.zeros((0, DIM), np.int8)
+        return centroids, offsets, ids, codes
+
+    def settings(self):
+        return [8, 16, 32, 64, 128]
+
+    def search(self, index, query, setting, count=RERANK):
+        centroids, offsets, ids, codes = index
+        probe = np.argpartition(-(centroids @ query), setting)[:setting]
+        spans = [(int(offsets[p]), int(offsets[p + 1])) for p in probe]
+        rows = np.concatenate([np.arange(a, b) for a, b in spans])
+        sims = np.concatenate([codes[a:b].astype(np.float32) @ query for a, b in spans])
+        top = np.argpartition(-sims, min(count, len(sims) - 1))[:count]
+        return np.asarray(ids[rows[top]])
+
+    def _all(self, path):
+        centroids, offsets, ids, codes = self.open(path)
+        return np.array(centroids), np.array(ids), np.asarray(codes, np.float32) / 127
+
+    def add(self, path, new_ids, vectors):
+        centroids, ids, approx = self._all(path)   # a rewrite: simple, the whole file read once
+        self.write(path, centroids, np.concatenate([ids, new_ids]), np.concatenate([approx, vectors]))
+
+    def delete(self, path, gone):
+        centroids, ids, approx = self._all(path)
+        keep = ~np.isin(ids, gone)
+        self.write(path, centroids, ids[keep], approx[keep])
+
+
 def vec_conn(path):
     import apsw
     import sqlite_vec
@@ -464,7 +547,7 @@ class Signindex:
 def candidate(name):
     return {"usearch-f16": lambda: UsearchCand("f16"), "usearch-i8": lambda: UsearchCand("i8"),
             "faiss-ivf": FaissIvf, "hnswlib": Hnswlib, "sqlite-vec-bit": SqliteVecBit,
-            "signindex": Signindex}[name]()
+            "signindex": Signindex, "own-ivf-i8": OwnIvf}[name]()
 
 
 def index_path(args, name, n):
@@ -523,7 +606,7 @@ def child(args):
             per[setting] = {"recall": hits / (K * len(queries)), "p50_ms": float(np.percentile(times, 50)) * 1000,
                             "p95_ms": float(np.percentile(times, 95)) * 1000}
         out["settings"] = per
-        if args.setting is not None and name in ("usearch-f16", "usearch-i8", "faiss-ivf", "hnswlib") or \
+        if args.setting is not None and name in ("usearch-f16", "usearch-i8", "faiss-ivf", "hnswlib", "own-ivf-i8") or \
                 name == "signindex":
             # what the product asks: CANDIDATES x 16 = 640 nearest chunks, re-ranked exactly
             times, hits = [], 0
@@ -572,7 +655,7 @@ def vector_marks(name, vector):
     head = vector[:16]
     if name == "usearch-f16":
         return [head.astype(np.float16).tobytes()]
-    if name == "usearch-i8":
+    if name in ("usearch-i8", "own-ivf-i8"):
         return [np.clip(np.round(head * 127), -127, 127).astype(np.int8).tobytes()]
     return [head.astype(np.float32).tobytes()]
 
