@@ -730,6 +730,44 @@ def zeroing(args, name, n):
     return out
 
 
+def fetch_plain(args, n):
+    """The re-rank source an own index would use: float16 vectors in a plain rowid table (a B-tree, not
+    vec0's chunked layout), fetched by rowid for 50 and 640 candidates, in a fresh connection."""
+    import apsw
+    path = os.path.join(args.data, f"plain_{n}.db")
+    base = np.load(os.path.join(args.data, "base.npy"), mmap_mode="r")
+    out = {"candidate": "plain-f16-table", "n": n}
+    if not os.path.exists(path):
+        started = time.perf_counter()
+        conn = apsw.Connection(path)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE v (id INTEGER PRIMARY KEY, e BLOB NOT NULL)")
+        for start in range(0, n, 50_000):
+            block = np.asarray(base[start:min(n, start + 50_000)]).astype(np.float16)
+            with conn:
+                conn.executemany("INSERT INTO v VALUES (?, ?)", ((start + 1 + i, block[i].tobytes())
+                                                                 for i in range(len(block))))
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        out["build_s"] = time.perf_counter() - started
+    out["size_mb"] = os.path.getsize(path) / 2**20
+    conn = apsw.Connection(path)
+    queries = np.load(os.path.join(args.data, "queries.npy"))
+    rng = np.random.default_rng(3)
+    for count in (RERANK, WIDE):
+        times = []
+        for q in queries:
+            ids = rng.integers(1, n + 1, count)
+            t = time.perf_counter()
+            got = conn.execute("SELECT id, e FROM v WHERE id IN (SELECT value FROM json_each(?))",
+                               (json.dumps(ids.tolist()),)).fetchall()
+            np.frombuffer(b"".join(g[1] for g in got), np.float16).reshape(len(got), DIM).astype(np.float32) @ q
+            times.append(time.perf_counter() - t)
+        out[f"fetch{count}_p50_ms"] = float(np.percentile(times, 50)) * 1000
+        out[f"fetch{count}_p95_ms"] = float(np.percentile(times, 95)) * 1000
+    return out
+
+
 def run_child(args, name, n, what, setting=None):
     cmd = [sys.executable, os.path.abspath(__file__), "--data", args.data, "--sizes", ",".join(map(str, args.sizes)),
            "--child", name, str(n), what]
@@ -772,6 +810,8 @@ def main():
     parser.add_argument("--setting", type=int, default=None)
     parser.add_argument("--zeroing", default=None, metavar="CANDIDATE:N",
                         help="purge by zeroing 1,000 vector slots of a usearch file in place, measured")
+    parser.add_argument("--fetch-plain", type=int, default=None, metavar="N",
+                        help="fetch float16 vectors by rowid from a plain SQLite table of N rows, measured")
     parser.add_argument("--table", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--rebuild", action="store_true", help="build again although an earlier run's file is there")
     parser.add_argument("--vectors-only", action="store_true", help="make (or check) the vectors and stop")
@@ -783,6 +823,12 @@ def main():
         os.nice(19)
         name, n = args.zeroing.split(":")
         row = zeroing(args, name, int(n))
+        with open(args.results or os.path.join(args.data, "results.jsonl"), "a") as f:
+            f.write(json.dumps(row) + "\n")
+        return print(json.dumps(row))
+    if args.fetch_plain:
+        os.nice(19)
+        row = fetch_plain(args, args.fetch_plain)
         with open(args.results or os.path.join(args.data, "results.jsonl"), "a") as f:
             f.write(json.dumps(row) + "\n")
         return print(json.dumps(row))
