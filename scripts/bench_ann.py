@@ -28,9 +28,16 @@ fresh processes that open the file and search (open time, first query, p50/p95 o
 single-threaded queries, recall@10 against exact float32 brute force over the same
 rows, peak RSS after one query and after all), add 1,000 vectors and save, and
 delete 1,000 and save. Candidates that keep quantised vectors re-rank their
-candidates exactly from float32 (a memory-mapped .npy by row, the stand-in for
-sqlite-vec by rowid; the cost of fetching them from sqlite-vec by rowid is measured
-as ``rerank-sqlite-vec``).
+candidates exactly from float32 (a memory-mapped .npy by row, a stand-in; what fetching
+float vectors by rowid costs from sqlite-vec is measured with the sqlite-vec candidate, and
+from a plain table with ``--fetch-plain N``).
+
+Candidates: usearch-f16 / usearch-i8 (HNSW, ``Index.restore(view=True)``), faiss-ivf
+(IndexIVFFlat, ``IO_FLAG_MMAP``), hnswlib, sqlite-vec-bit (bit[384] brute force + re-rank),
+signindex (today's ``localstore.search.SignIndex`` loaded from sqlite-vec), own-ivf-i8 (a
+compact file of our own: k-means lists of int8 codes) and own-ivf-i8-pread (the same file read
+per list with pread). ``--zeroing usearch-i8:100000`` measures purge by zeroing vector slots in a
+usearch file in place. Findings and the design chosen from them: docs/vector-index.md.
 """
 
 import argparse
