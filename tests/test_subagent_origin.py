@@ -7,6 +7,7 @@ origin, whichever of the two is stored first. Through the hook as a fresh proces
 """
 
 import json
+import pathlib
 import subprocess
 
 import apsw
@@ -77,8 +78,14 @@ def found(*origin):
 
 def test_a_subagent_imported_before_its_parent_becomes_machine_made_with_it(tmp_path):
     parent, child = sdk_session(tmp_path)
+    chats("import", child)   # its session's file is read first (issue 21, item 7): both machine-made
+    assert origins() == {"sess-sdk": 1, AGENT: 1}
+    for suffix in ("", "-wal", "-shm"):   # a new journal
+        pathlib.Path(paths.journal_path() + suffix).unlink(missing_ok=True)
+    away = parent.rename(tmp_path / "elsewhere.jsonl")   # the session's file not there (yet)
     chats("import", child)
     assert origins() == {AGENT: 0}   # nothing says yet what its parent is
+    away.rename(parent)
     chats("import", parent)
     assert origins() == {"sess-sdk": 1, AGENT: 1}
     assert found() == set() and found("--origin", "machine") == {AGENT}
