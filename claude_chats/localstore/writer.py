@@ -153,10 +153,7 @@ def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
         if ctx.agent_id and ctx.fallback_session_id and result.records:
             _subagent_title(path, ctx, result)
         stats.bytes += result.consumed
-        stats.add_skips(result.skipped)
-        if result.skipped:
-            conn.executemany("INSERT INTO skipped_lines (reason, count) VALUES (?, ?) ON CONFLICT (reason) "
-                             "DO UPDATE SET count = count + excluded.count", list(result.skipped.items()))
+        _count_skips(conn, stats, result.skipped)
         _store(conn, result, file_id, stats, machine)
         end = offset + result.consumed
         conn.execute("UPDATE transcripts SET device = ?, inode = ?, offset = ?, warmup = ?, tail = ?, last_uuid = ?, "
@@ -344,11 +341,17 @@ def _not_purged(conn, result, records, stats):
     result.titles = [t for t in result.titles if t.session_id in alive or not purged(t.session_id, None) or
                      conn.execute("SELECT 1 FROM sessions WHERE id = ?", (t.session_id,)).fetchall()]
     if dropped:
-        stats.add_skips({PURGED: dropped})
-        conn.execute("INSERT INTO skipped_lines (reason, count) VALUES (?, ?) ON CONFLICT (reason) "
-                     "DO UPDATE SET count = count + excluded.count", (PURGED, dropped))
+        _count_skips(conn, stats, {PURGED: dropped})
     result.raw[:] = raw
     return kept
+
+
+def _count_skips(conn, stats, skipped):
+    """Lines skipped, by reason: in this run's stats and the journal's running counts."""
+    stats.add_skips(skipped)
+    if skipped:
+        conn.executemany("INSERT INTO skipped_lines (reason, count) VALUES (?, ?) ON CONFLICT (reason) "
+                         "DO UPDATE SET count = count + excluded.count", list(skipped.items()))
 
 
 _KEEP_LINE = """
