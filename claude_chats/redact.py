@@ -128,13 +128,13 @@ def scan(text, tokens=True):
     if not found:
         return found
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
-    kept, end = [], -1
+    if "[REDACTED:" in text:   # placeholders are never part of a finding: redact(redact(t)) == redact(t)
+        found = _outside_placeholders(text, found)   # before overlaps: a long finding dropped here
+    kept, end = [], -1                                # must not take the shorter ones it covered along
     for f in found:
         if f.start >= end:
             kept.append(f)
             end = f.end
-    if "[REDACTED:" in text:   # placeholders are never part of a finding: redact(redact(t)) == redact(t)
-        kept = _outside_placeholders(text, kept)
     return kept
 
 
