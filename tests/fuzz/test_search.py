@@ -127,7 +127,7 @@ def cli_journal(monkeypatch):
 
 
 def _search_args(query, mode, options):
-    args = ["search", query, "--mode", mode, "--local"]
+    args = ["search", "--mode", mode, "--local"]
     for key, flag in (("project_path", "--project"), ("session_id", "--session"), ("role", "--role"),
                       ("since", "--since"), ("until", "--until"), ("limit", "--limit"),
                       ("per_session", "--per-session")):
@@ -137,7 +137,7 @@ def _search_args(query, mode, options):
         args += ["--kind", kind]
     if options.get("include_subagents") is False:
         args.append("--no-subagents")
-    return args
+    return args + ["--", query]   # a query may start with "-" ("-h" is the help option, as for a person)
 
 
 cli_calls = st.one_of(
@@ -161,7 +161,7 @@ def _no_null(args):
 @given(cli_calls.filter(_no_null), st.booleans())
 def test_every_journal_command_answers_or_gives_a_one_line_error(cli_journal, args, as_json):
     if as_json and args[0] != "import":
-        args = args + ["--json"]
+        args = [args[0], "--json", *args[1:]]
     result = chats(*args)
     assert "Traceback" not in result.output
     if result.exit_code == 0:
