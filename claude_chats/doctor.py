@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from . import config, install, paths, scrub
+from .localstore import db
 from .localstore.db import Immediate
 from .localstore.journal import Journal, discover, printable
 from .models import canary_vector
@@ -37,20 +38,36 @@ class Check:
     status: str
     detail: str
     fix: str = None
+    ran: list = None        # which checks of this part ran (the journal's and the FTS index's)
 
     @property
     def failed(self):
         return self.status == FAIL
 
     def as_dict(self):
-        return asdict(self)
+        data = asdict(self)
+        if data["ran"] is None:
+            del data["ran"]
+        return data
 
 
 class Context:
     """What the checks share; each part is opened on first use and its failure remembered."""
 
-    def __init__(self, settings=None):
+    def __init__(self, settings=None, full=False, progress=None):
         self._settings, self._cache = settings, {}
+        self.full, self._progress = full, progress
+
+    def timed(self, what, step):
+        """``(seconds, step())``, saying on ``progress`` what runs (no progress comes from inside one PRAGMA)."""
+        if self._progress:
+            self._progress(f"{what} ...")
+        started = time.perf_counter()
+        value = step()
+        seconds = time.perf_counter() - started
+        if self._progress:
+            self._progress(f"  done in {seconds:.1f} s")
+        return seconds, value
 
     def _get(self, name, opener):
         if name not in self._cache:
@@ -249,30 +266,121 @@ def check_config(ctx):
     return Check("config", PASS, f"readable: {where}")
 
 
+QUICK_CHECK_PAGES = 16_384      # 64 MB at 4 KiB pages: quick_check 0.3 s warm, 2.1 s from a cold disk here (bench_doctor.py)
+TABLES = ("sessions", "messages", "transcripts", "spaces", "chunks", "state", "migrations")
+FTS_PARTS = ("messages_fts", "messages_fts_data", "messages_fts_idx", "messages_fts_docsize", "messages_fts_config")
+FULL_FIX = "chats doctor --full"
+
+
+def _journal_fix(path):
+    return f"check the permissions of {os.path.dirname(path)}; move a damaged journal aside and run `chats import`"
+
+
 def check_journal(ctx):
+    """The file opens and takes the write lock, is a journal of our schema at this version's migration, reads
+    through its WAL; ``PRAGMA quick_check`` when small, ``PRAGMA integrity_check`` with ``--full``."""
     path = paths.journal_path()
-    fix = f"check the permissions of {os.path.dirname(path)}; move a damaged journal aside and run `chats import`"
+    fix = _journal_fix(path)
+    ran = ["open", "write lock", "schema", "wal"]
     try:
         conn = ctx.journal().conn
         with Immediate(conn):
             pass
-        result = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+        known, version = len(db.migration_files()), db.user_version(conn)
+        if version > known:
+            return Check("journal", FAIL, f"{path} is of a newer claude-chats (schema {version}; this one knows "
+                         f"{known}): this version must not write to it", "upgrade claude-chats (uv tool upgrade "
+                         "claude-chats, or pip install -U claude-chats)", ran=ran[:3])
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in TABLES if t not in tables]
+        if missing:
+            return Check("journal", FAIL, f"{path} is not a claude-chats journal (no table {', '.join(missing)})",
+                         fix, ran=ran[:3])
+        mode = conn.execute("PRAGMA journal_mode").fetchall()[0][0]
+        conn.execute("SELECT max(id) FROM messages").fetchall()          # a read through the WAL
+        pages, page_size = (conn.execute(f"PRAGMA {p}").fetchall()[0][0] for p in ("page_count", "page_size"))
+        size = f"{pages * page_size / 1e6:,.0f} MB, {pages:,} pages"
+        if ctx.full:
+            pragma = "integrity_check"
+        elif pages <= QUICK_CHECK_PAGES:
+            pragma = "quick_check"
+        else:
+            pragma = None
+        if pragma:
+            seconds, result = ctx.timed(f"SQLite {pragma} of {path} ({size})",
+                                        lambda: [r[0] for r in conn.execute(f"PRAGMA {pragma}").fetchall()])
+            ran.append(pragma)
     except Exception as exc:  # noqa: BLE001
-        return Check("journal", FAIL, f"{path}: {exc}", fix)
-    if result != ["ok"]:
-        return Check("journal", FAIL, f"integrity check of {path}: {'; '.join(result[:3])}", fix)
-    return Check("journal", PASS, f"{path} writable, integrity ok")
+        return Check("journal", FAIL, f"{path}: {exc}", fix, ran=ran)
+    if pragma and result != ["ok"]:
+        return Check("journal", FAIL, f"{pragma} of {path}: {'; '.join(result[:3])}", fix, ran=ran)
+    state = f"{pragma} ok ({seconds:.1f} s)" if pragma else \
+        f"quick_check skipped above {QUICK_CHECK_PAGES:,} pages"
+    return Check("journal", PASS, f"{path} ({size}, schema {version}, {mode}) writable, {state}", ran=ran)
+
+
+def _fts_fix():
+    return (f"rebuild it: sqlite3 {paths.journal_path()} "
+            "\"INSERT INTO messages_fts(messages_fts) VALUES('rebuild')\"")
 
 
 def check_fts(ctx):
+    """The FTS5 table and its shadow tables are there and index as many rows as there are messages (FTS5's own
+    row total, O(1), and the highest rowid of both); FTS5's ``integrity-check`` with ``--full``."""
     conn = ctx.journal().conn
-    fix = (f"rebuild it: sqlite3 {paths.journal_path()} "
-           "\"INSERT INTO messages_fts(messages_fts) VALUES('rebuild')\"")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in FTS_PARTS if t not in tables]
+    if missing:
+        return Check("fts", FAIL, f"the full-text index is missing ({', '.join(missing)}): full-text search and "
+                     "every write to the journal fail", _fts_remake(), ran=["present"])
+    ran = ["present", "row count"]
+    messages = conn.execute("SELECT count(*), max(id) FROM messages").fetchall()[0]
+    indexed = (_fts_rows(conn), conn.execute("SELECT max(id) FROM messages_fts_docsize").fetchall()[0][0])
+    if tuple(indexed) != tuple(messages):
+        return Check("fts", FAIL, f"the full-text index holds {indexed[0]:,} rows (highest {indexed[1]}), the "
+                     f"messages {messages[0]:,} (highest {messages[1]}): out of step", _fts_fix(), ran=ran)
+    if not ctx.full:
+        return Check("fts", PASS, f"full-text index present, {messages[0]:,} rows as the messages", ran=ran)
     try:
-        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+        seconds, _ = ctx.timed(f"FTS5 integrity-check of messages_fts ({messages[0]:,} rows)", lambda: conn.execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"))
     except Exception as exc:  # noqa: BLE001 - apsw.CorruptError when the index and the table disagree
-        return Check("fts", FAIL, f"full-text index does not match the messages: {exc}", fix)
-    return Check("fts", PASS, "full-text index consistent with the messages")
+        return Check("fts", FAIL, f"full-text index does not match the messages: {exc}", _fts_fix(),
+                     ran=ran + ["integrity-check"])
+    return Check("fts", PASS, f"full-text index consistent with the messages ({seconds:.1f} s)",
+                 ran=ran + ["integrity-check"])
+
+
+def _fts_remake():
+    """The fix of a missing index: the migration's own CREATE, then a rebuild from the messages."""
+    with open(os.path.join(db.MIGRATIONS_DIR, db.migration_files()[0]), encoding="utf-8") as fh:
+        text = fh.read()
+    start = text.index("CREATE VIRTUAL TABLE messages_fts")
+    create = " ".join(text[start:text.index(";", start) + 1].split())
+    return (f"remake it: sqlite3 {paths.journal_path()} \"DROP TABLE IF EXISTS messages_fts; {create} "
+            "INSERT INTO messages_fts(messages_fts) VALUES('rebuild')\"")
+
+
+def _fts_rows(conn):
+    """The row total FTS5 keeps in its averages record (``%_data`` rowid 1: a varint, SQLite's format)."""
+    rows = conn.execute("SELECT block FROM messages_fts_data WHERE id = 1").fetchall()
+    blob, value = (rows[0][0] if rows else b"") or b"", 0
+    for i, byte in enumerate(blob[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
+
+
+def skipped_full(results):
+    """The one line saying the full checks did not run, or None when they did (or no journal check ran)."""
+    journal = next((r for r in results if r.name == "journal" and r.ran), None)
+    if journal is None or "integrity_check" in journal.ran:
+        return None
+    return f"full checks skipped (SQLite integrity_check and FTS5 integrity-check read the whole journal: " \
+           f"seconds to minutes at a year of history): run `{FULL_FIX}`"
 
 
 def check_transcripts(ctx):
@@ -423,9 +531,10 @@ CHECKS = (check_hooks, check_mcp, check_config, check_scrub, check_journal, chec
           check_cleanup_period, check_model, check_canary, check_postgres)
 
 
-def run(settings=None, checks=CHECKS):
-    """Run ``checks``; returns the list of ``Check`` results."""
-    ctx = Context(settings)
+def run(settings=None, checks=CHECKS, full=False, progress=None):
+    """Run ``checks``; returns the list of ``Check`` results. ``full``: SQLite's and FTS5's integrity checks of
+    the whole journal too; ``progress``: called with a line as each of those starts and ends."""
+    ctx = Context(settings, full, progress)
     results = []
     try:
         for check in checks:

@@ -159,6 +159,9 @@ def test_doctor_passes_on_a_healthy_machine(healthy):
                            "canary", "tls", "postgres", "pgvector", "migrations"}
     result = chats("doctor")
     assert result.exit_code == 0 and "FAIL" not in result.output
+    assert "full checks skipped" in result.output and "`chats doctor --full`" in result.output
+    full = chats("doctor", "--full")
+    assert full.exit_code == 0 and "integrity_check ok" in full.output and "full checks skipped" not in full.output
 
 
 def test_doctor_hooks_missing(healthy):

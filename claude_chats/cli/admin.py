@@ -136,12 +136,16 @@ def status_cmd(as_json, offline):
 
 
 @click.command("doctor")
+@click.option("--full", is_flag=True, help="Also SQLite's integrity_check and FTS5's integrity-check of the whole "
+              "journal (reads every page: a minute or more at a year of history).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def doctor_cmd(as_json):
+def doctor_cmd(full, as_json):
     """Check every part (hooks, MCP, config, journal, FTS, model, canary, Postgres) and say how to fix it."""
     from .. import doctor
 
-    results = doctor.run()
+    progress = (lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None
+    results = doctor.run(full=full, progress=progress)
+    skipped = doctor.skipped_full(results)
     if as_json:
         emit_json([r.as_dict() for r in results])
     else:
@@ -149,6 +153,8 @@ def doctor_cmd(as_json):
             click.echo(f"{r.status.upper():<5} {r.name:<12} {r.detail}")
             if r.fix and r.status in (doctor.FAIL, doctor.WARN):
                 click.echo(f"{'':<18} fix: {r.fix}")
+        if skipped:
+            click.echo(skipped)
     if any(r.failed for r in results):
         raise SystemExit(1)
 
