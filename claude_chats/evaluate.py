@@ -261,8 +261,8 @@ def index_journal(journal, provider, labels=None, recipe=HEADER, batch=256):
 
 def space_bytes(conn, space_id):
     """Bytes the space's vectors and chunk rows take in the journal (SQLite pages, via dbstat)."""
-    table = f"vec_{int(space_id)}"
-    vec = _pages(conn, "tbl_name = ? OR substr(tbl_name, 1, ?) = ?", (table, len(table) + 1, table + "_"))
+    table = f"ivf_{int(space_id)}"   # the index's tables (``localstore.ivf``): ivf_<n>_lists, _tail, ...
+    vec = _pages(conn, "substr(tbl_name, 1, ?) = ?", (len(table) + 1, table + "_"))
     chunks, total = conn.execute("SELECT (SELECT count(*) FROM chunks WHERE space_id = ?), "
                                  "(SELECT count(*) FROM chunks)", (space_id,)).fetchall()[0]
     chunk_pages = _pages(conn, "tbl_name = 'chunks'", ())

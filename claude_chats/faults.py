@@ -8,7 +8,9 @@ and duplicates nothing. The points: ``after-embed``, ``after-conversations``
 table>`` (during a binary COPY), ``before-mark`` (Postgres committed, the
 journal not yet marked; for a backfill, its vectors not yet kept locally); and of ``chats redact
 --postgres``: ``mid-rewrite`` (a batch's rows updated, not committed) and ``after-rewrite``
-(committed, the next batch and the scrub not run).
+(committed, the next batch and the scrub not run); of the journal's vector index (``localstore.ivf``):
+``mid-retrain`` (a batch copied into the shadow lists, not swapped in) and ``mid-fold`` (a list rewritten,
+the others not).
 Unset (always, outside tests) this costs one dict lookup.
 """
 

@@ -381,17 +381,10 @@ class OwnIvf:
         pass
 
     @staticmethod
-    def train(sample, nlist, rounds=8):
-        rng = np.random.default_rng(2)
-        centroids = sample[rng.choice(len(sample), nlist, replace=False)].copy()
-        for _ in range(rounds):
-            assign = np.argmax(sample @ centroids.T, axis=1)
-            sums = np.zeros_like(centroids)
-            np.add.at(sums, assign, sample)
-            empty = np.linalg.norm(sums, axis=1) == 0
-            sums[empty] = sample[rng.choice(len(sample), int(empty.sum()))]
-            centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
-        return centroids.astype(np.float32)
+    def train(sample, nlist):
+        from claude_chats.localstore.ivf import train   # the product's k-means (seed 2, 8 rounds)
+
+        return train(sample, nlist)
 
     @staticmethod
     def write(path, centroids, ids, vectors):

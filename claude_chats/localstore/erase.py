@@ -108,6 +108,7 @@ def purge_local(conn, target, scrub_after=True):
         conn.execute(f"DELETE FROM pending_summaries WHERE file_id IN ({sql})", args)
         sql, args = _local_sql(target, "m.id")
         conn.execute(f"DELETE FROM messages WHERE id IN ({sql})", args)
+        vectors.zero_deleted(conn)   # their chunks went with them; the index's slots are overwritten
         where, args = target.session_filter("id", "parent_session_id", "project_path")
         conn.execute(f"DELETE FROM sessions WHERE {where} AND NOT EXISTS "
                      "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", args)
@@ -133,7 +134,7 @@ def _empty_sessions(conn, target):
 
 
 def _delete_vectors(conn, target):
-    """Rows of each space's sqlite-vec table that belong to the purged messages."""
+    """Rows of each legacy sqlite-vec table (journals before the index) that belong to the purged messages."""
     tables = {int(name[4:]) for (name,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vec_[0-9]*' "
         "AND name NOT GLOB 'vec_*_*'")}
@@ -217,6 +218,7 @@ def _rewrite_messages(conn, changed):
         if dropped:
             vectors.load_extension(conn)
             conn.execute(f"DELETE FROM chunks WHERE message_id IN ({marks})", ids)
+            vectors.zero_deleted(conn)
         conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND content = ?", changed)
     return dropped
 

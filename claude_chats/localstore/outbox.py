@@ -207,7 +207,16 @@ class LocalVectors:
             kept = present(self.conn, embedded)
             for message_id in kept:
                 vectors.write_message_vectors(self.conn, self.space_id, message_id, embedded[message_id])
+            vectors.zero_deleted(self.conn)   # vectors these replaced
         return kept
+
+    def maintain(self, progress=None):
+        """Convert a legacy vector table, then keep the index in shape (``ivf.maintain``)."""
+        if self.space_id is None:
+            return None
+        vectors.upgrade(self.conn, self.space_id, lambda: Immediate(self.conn), progress)
+        vectors.repair(self.conn, self.space_id, lambda: Immediate(self.conn))
+        return vectors.maintain(self.conn, self.space_id, lambda: Immediate(self.conn), progress)
 
 
 def local_vectors(journal):

@@ -11,10 +11,13 @@ and written as a safe FTS5 expression: typed text is never parsed as FTS5
 syntax. Messages are ranked by bm25 plus what the messages around them lend
 (``search.NEIGHBOUR_WEIGHT``; Postgres computes the same in SQL).
 
-Vectors: the chunk vectors of a space live in the sqlite-vec table
-``vec_<space id>`` (rowid = ``chunks.id``). KNN takes the nearest chunks,
-filters, and keeps each message's best chunk; when the filters leave too few
-(a session, a small project), the filtered chunks are scanned exactly.
+Vectors: the chunk vectors of a space live in its index (``localstore.ivf``:
+an inverted file in SQLite, read list by list, nothing loaded per process). KNN
+takes the nearest chunks, filters, and keeps each message's best chunk; when the
+filters leave too few, more lists are probed, and a small filtered set (a
+session, a small project) is scored exactly. A journal of an older version whose
+vectors are still in a sqlite-vec table is searched through sqlite-vec until
+``chats sync`` has moved them.
 """
 
 import json
@@ -35,107 +38,15 @@ from ..search.core import (
     selective,
 )
 from ..times import iso
-from . import db, fts, vectors
+from . import db, fts, ivf, vectors
 from .fts import fts_match
 from .journal import Journal
 
-KNN_MAX = 4096          # sqlite-vec's limit on k
-INDEX_MIN_CHUNKS = 20_000   # from this many chunks in a space, KNN runs in memory (``SignIndex``)
-OVERSAMPLE = 10
+KNN_MAX = 4096          # sqlite-vec's limit on k (legacy tables)
+EXACT_MAX = 20_000      # a filter that leaves at most this many chunks is scored exactly
+WIDEN = (1, 2, 8, 32)   # lists probed, as multiples of the default, while a filter leaves too few
 _VEC_COLUMN = re.compile(r"(\w+)\s+float\[(\d+)\]", re.IGNORECASE)
 _METRIC = re.compile(r"distance_metric\s*=\s*(\w+)", re.IGNORECASE)
-
-
-class SpaceVectors:
-    """What the journal holds for one space: chunk count, newest chunk id, and (large spaces) a ``SignIndex``.
-
-    sqlite-vec compares every vector (about 1 µs per 384-dim vector here), too slow
-    for a large journal; from ``INDEX_MIN_CHUNKS`` chunks on, KNN runs in memory.
-    New chunks are added as they appear; deletions (purge) rebuild the index.
-    """
-
-    def __init__(self, min_chunks=INDEX_MIN_CHUNKS):
-        self.version = self.index = None
-        self.count = self.top = 0
-        self.min_chunks = min_chunks
-
-    def update(self, conn, table, column, space_id, count, top):
-        if count < self.min_chunks:
-            self.index = None
-        elif self.index is None or count < self.count or top < self.top:
-            self.index = SignIndex.load(conn.execute(f"SELECT rowid, {column} FROM {table}"))
-        elif top > self.top:
-            fresh = conn.execute(f"SELECT rowid, {column} FROM {table} WHERE rowid IN "
-                                 "(SELECT id FROM chunks WHERE space_id = ? AND id > ?)", (space_id, self.top))
-            self.index.add(*SignIndex.arrays(fresh))
-        self.count, self.top = count, top
-
-
-class SignIndex:
-    """Chunk vectors in memory: sign bits pick ``OVERSAMPLE`` times the wanted count by Hamming
-    distance, int8 codes rerank those. Similarities are the int8 codes' cosine (within ~0.005)."""
-
-    def __init__(self, dimensions):
-        self.dimensions, self.words = dimensions, (dimensions + 63) // 64
-        self.ids = np.zeros(0, np.int64)
-        self.bits = np.zeros((self.words, 0), np.uint64)
-        self.codes = np.zeros((0, dimensions), np.int8)
-        self.norms = np.zeros(0, np.float32)
-
-    @classmethod
-    def load(cls, rows):
-        ids, vectors = cls.arrays(rows)
-        index = cls(vectors.shape[1])
-        index.add(ids, vectors)
-        return index
-
-    @staticmethod
-    def arrays(rows):
-        rows = list(rows)
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        blob = b"".join(r[1] for r in rows)
-        return ids, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1)
-
-    def _signs(self, vectors):
-        packed = np.packbits(vectors > 0, axis=1)
-        padded = np.zeros((len(vectors), self.words * 8), np.uint8)
-        padded[:, :packed.shape[1]] = packed
-        return padded.view(np.uint64).T
-
-    def add(self, ids, vectors):
-        if not len(ids):
-            return
-        codes = np.clip(np.round(vectors * 127), -127, 127).astype(np.int8)
-        self.ids = np.concatenate([self.ids, ids])
-        self.bits = np.ascontiguousarray(np.concatenate([self.bits, self._signs(vectors)], axis=1))
-        self.codes = np.concatenate([self.codes, codes])
-        norms = np.linalg.norm(codes.astype(np.float32), axis=1)
-        self.norms = np.concatenate([self.norms, np.where(norms == 0, 1, norms)])
-
-    def __len__(self):
-        return len(self.ids)
-
-    def nearest(self, vector, count):
-        """(chunk ids, similarities) of the ``count`` nearest chunks, best first."""
-        query = np.asarray(vector, dtype=np.float32)
-        picked = self._by_hamming(self._signs(query[None, :])[:, 0], count * OVERSAMPLE)
-        # einsum, not BLAS: a small product, and BLAS threads stall on a busy machine
-        similarities = np.einsum("ij,j->i", self.codes[picked], query) / self.norms[picked]
-        similarities /= max(float(np.linalg.norm(query)), 1e-12)
-        order = np.argsort(-similarities, kind="stable")[:count]
-        return self.ids[picked[order]], similarities[order]
-
-    def _by_hamming(self, signs, pool):
-        """Positions of (about) the ``pool`` vectors nearest to ``signs`` in Hamming distance."""
-        if pool >= len(self.ids):
-            return np.arange(len(self.ids))
-        distance = np.zeros(len(self.ids), np.uint16)
-        scratch = np.empty(len(self.ids), np.uint64)
-        for word in range(self.words):
-            np.bitwise_xor(self.bits[word], signs[word], out=scratch)
-            distance += np.bitwise_count(scratch)
-        cutoff = np.searchsorted(np.cumsum(np.bincount(distance, minlength=self.dimensions + 1)), pool)
-        return np.flatnonzero(distance <= cutoff)
 
 
 class LocalSearch:
@@ -143,12 +54,12 @@ class LocalSearch:
 
     source = "local"
 
-    def __init__(self, journal, index_min_chunks=INDEX_MIN_CHUNKS, match_rows=MATCH_ROWS):
+    def __init__(self, journal, match_rows=MATCH_ROWS):
         self.journal, self.conn = journal, journal.conn
-        self.index_min_chunks, self.match_rows = index_min_chunks, match_rows
+        self.match_rows = match_rows
         self._vec_loaded = False
         self._vec_tables = {}
-        self._spaces_seen = {}
+        self._readers = {}
         self._coverage = {}
 
     @classmethod
@@ -195,11 +106,12 @@ class LocalSearch:
         return cached[1]
 
     def warm(self, key):
-        """Build the in-memory vector index of space ``key`` now rather than on the first search."""
+        """Read the index's centroids of space ``key`` now rather than on the first search (cheap)."""
         row = self.space(key)
         if row is not None and row["vectors"]:
-            table, column, _metric = self._vec_table(row["id"])
-            self._space_vectors(row["id"], table, column)
+            reader = self._reader(row["id"])
+            if reader is not None:
+                reader._refresh(self._version())
 
     # -- the legs ---------------------------------------------------------------------------
 
@@ -285,18 +197,56 @@ class LocalSearch:
 
     def semantic(self, plan):
         """Messages by their nearest chunk to ``plan.vector`` (cosine similarity, best first)."""
-        table, column, metric = self._vec_table(plan.space_id)
         where, args = _filters(plan.filters)
+        reader = self._reader(plan.space_id)
+        if reader is None:
+            if not vectors.legacy(self.conn, plan.space_id):
+                return []   # the index is gone: ``chats sync`` embeds again (``vectors.repair``)
+            return self._legacy_semantic(plan, where, args)
         if plan.filters.session_id is None:
             knn = plan.candidates * (4 if _only_kinds(plan.filters) else 16)
-            vectors = self._space_vectors(plan.space_id, table, column)
-            if vectors.index is not None:
-                ids, similarities = vectors.index.nearest(plan.vector, knn)
+            for widen in WIDEN:
+                ids, similarities = reader.nearest(plan.vector, knn, self._version(), widen)
                 found = self._preselected(ids, similarities, where, args, plan.candidates)
-            else:
-                knn = min(KNN_MAX, knn)
-                found = self._knn(table, column, metric, plan.vector, knn, where, args, plan.candidates)
-            if len(found) >= plan.candidates or knn >= vectors.count:
+                if len(found) >= plan.candidates or (reader.whole and len(ids) < knn):
+                    return _candidates(found)
+                if widen == WIDEN[0] and self._few(plan.space_id, where, args):
+                    break
+                knn *= 4
+        return _candidates(self._exact_index(plan, where, args))
+
+    def _few(self, space_id, where, args):
+        """Whether the filters leave at most ``EXACT_MAX`` chunks of the space (scored exactly then)."""
+        sql = (f"SELECT count(*) FROM (SELECT 1 FROM messages m JOIN sessions s ON s.id = m.session_id "
+               f"JOIN chunks c ON c.message_id = m.id AND c.space_id = ? WHERE {where} LIMIT ?)")
+        return self.conn.execute(sql, (space_id, *args, EXACT_MAX + 1)).fetchall()[0][0] <= EXACT_MAX
+
+    def _exact_index(self, plan, where, args):
+        """Rows like ``_knn``'s: every chunk the filters leave, scored exactly, best per message."""
+        sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM messages m "
+               f"JOIN sessions s ON s.id = m.session_id JOIN chunks c ON c.message_id = m.id AND c.space_id = ? "
+               f"WHERE {where}")
+        rows = self.conn.execute(sql, (plan.space_id, *args)).fetchall()
+        found = ivf.vectors_of(self.conn, plan.space_id, [r[0] for r in rows])
+        q = np.asarray(plan.vector, np.float32)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        best = {}
+        for chunk_id, message_id, session, start, end in rows:
+            vector = found.get(chunk_id)
+            if vector is None:
+                continue
+            sim = float(np.dot(vector, q))
+            if message_id not in best or sim > best[message_id][2]:
+                best[message_id] = (message_id, session, sim, start, end)
+        ranked = sorted(best.values(), key=lambda r: (-r[2], r[0]))
+        return ranked[:plan.candidates]
+
+    def _legacy_semantic(self, plan, where, args):
+        table, column, metric = self._vec_table(plan.space_id)
+        if plan.filters.session_id is None:
+            knn = min(KNN_MAX, plan.candidates * (4 if _only_kinds(plan.filters) else 16))
+            found = self._knn(table, column, metric, plan.vector, knn, where, args, plan.candidates)
+            if len(found) >= plan.candidates:
                 return _candidates(found)
         return _candidates(self._exact(table, column, metric, plan.vector, plan.space_id, where, args,
                                        plan.candidates))
@@ -334,19 +284,20 @@ class LocalSearch:
                f"WHERE {where} GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
         return self.conn.execute(sql, (_blob(vector), space_id, *args, limit)).fetchall()
 
-    def _space_vectors(self, space_id, table, column):
-        """The space's chunk count, and its in-memory index once the space is large (kept up to date)."""
+    def _version(self):
         # data_version moves when another connection commits; total_changes when this one writes
-        version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes())
-        state = self._spaces_seen.get(space_id)
-        if state is None or state.version != version:
-            count, top = self.conn.execute("SELECT count(*), max(id) FROM chunks WHERE space_id = ?",
-                                           (space_id,)).fetchall()[0]
-            state = state or SpaceVectors(self.index_min_chunks)
-            state.update(self.conn, table, column, space_id, count, top or 0)
-            state.version = version
-            self._spaces_seen[space_id] = state
-        return state
+        return self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes()
+
+    def _reader(self, space_id):
+        """The space's index reader, or None while its vectors are in a legacy sqlite-vec table."""
+        version = self._version()
+        cached = self._readers.get(space_id)
+        if cached is None or cached[0] != version:
+            reader = ivf.Reader(self.conn, space_id) if ivf.ready(self.conn, space_id) else None
+            if cached is not None and cached[1] is not None and reader is not None:
+                reader = cached[1]   # keeps its centroids until they change (``Reader._refresh``)
+            cached = self._readers[space_id] = (version, reader)
+        return cached[1]
 
     def _vec_table(self, space_id):
         """(table, vector column, metric) of a space's sqlite-vec table, the extension loaded."""

@@ -1,18 +1,26 @@
-"""The sqlite-vec side of embedding spaces in the local journal.
+"""Embedding spaces and their vectors in the local journal.
 
 Small functions over an apsw connection. The ``spaces`` and ``chunks`` tables
-come from the journal migrations; each space's vectors live in a ``vec0`` table
-``vec_<space id>`` (float32, cosine distance) whose rowid is ``chunks.id``.
-Created with it, a trigger deletes a chunk's vector when the chunk goes (also
-through ``ON DELETE CASCADE`` from messages, when foreign keys are on).
+come from the journal migrations; each space's vectors live in its own index
+tables (``localstore.ivf``: an inverted file in SQLite, keyed by ``chunks.id``).
+Created with them, a trigger drops a chunk's vector when the chunk goes (also
+through ``ON DELETE CASCADE`` from messages, when foreign keys are on); a slot in
+a list's blobs is zeroed by ``ivf.zero_dead``, which purge and sync call.
 Vectors of different spaces are never compared: every query names its space.
+
+Journals written before the index kept each space in a sqlite-vec ``vec0`` table
+``vec_<space id>`` (float32); ``upgrade`` converts one (``chats sync`` does, in
+batches), and until then search reads it through sqlite-vec.
 """
 
 import datetime
+import itertools
 import json
 
 import apsw
 import numpy as np
+
+from . import ivf
 
 from ..models.base import Space
 from ..models.chunking import Chunk
@@ -66,7 +74,6 @@ def ensure_space(conn, space, canary):
     space_id = find_space(conn, space.key)
     if space_id is not None:
         return space_id
-    load_extension(conn)
     try:
         return _create_space(conn, space, canary)
     except apsw.ConstraintError:  # another process created it meanwhile
@@ -82,13 +89,80 @@ def _create_space(conn, space, canary):
             (space.key, space.provider, space.model, space.dimensions, space.options_json,
              _blob(canary), now))
         space_id = conn.last_insert_rowid()
-        table = vec_table(space_id)
-        conn.execute(f"CREATE VIRTUAL TABLE {table} USING vec0("
-                     f"embedding float[{space.dimensions}] distance_metric=cosine)")
-        conn.execute(f"CREATE TRIGGER {table}_chunk_delete AFTER DELETE ON chunks "
-                     f"WHEN old.space_id = {int(space_id)} BEGIN "
-                     f"DELETE FROM {table} WHERE rowid = old.id; END")
+        ivf.create(conn, space_id)
+        ivf.set_dimensions(conn, space_id, space.dimensions)
+        ivf.mark_ready(conn, space_id)
     return space_id
+
+
+def legacy(conn, space_id):
+    """Whether the space's vectors are still (wholly or partly) in a sqlite-vec table of an older version."""
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                             (vec_table(space_id),)).fetchall())
+
+
+def upgrade(conn, space_id, transaction, progress=None, batch=5_000):
+    """Copy a legacy sqlite-vec table's vectors into the space's index, ``batch`` rows per transaction,
+    then drop the old table (its trigger with it). The old table is read through a second connection
+    (one snapshot) and stays whole until the end, so searches meanwhile read it; a run killed midway
+    starts again (the copy is idempotent). Returns the vectors copied."""
+    if not legacy(conn, space_id):
+        return 0
+    load_extension(conn)
+    table, tail = vec_table(space_id), ivf.names(space_id)["tail"]
+    dims = conn.execute("SELECT dimensions FROM spaces WHERE id = ?", (space_id,)).fetchall()[0][0]
+    total = conn.execute("SELECT count(*) FROM chunks WHERE space_id = ?", (space_id,)).fetchall()[0][0]
+    with transaction():
+        ivf.create(conn, space_id)
+        ivf.set_dimensions(conn, space_id, dims)
+    reader = apsw.Connection(conn.db_filename("main"), flags=apsw.SQLITE_OPEN_READONLY)
+    moved = 0
+    try:
+        load_extension(reader)
+        rows = reader.execute(f"SELECT rowid, embedding FROM {table}")
+        while True:
+            part = list(itertools.islice(rows, batch))
+            if part:
+                with transaction():
+                    ivf.add(conn, space_id, [r[0] for r in part],
+                            np.frombuffer(b"".join(r[1] for r in part), np.float32).reshape(len(part), -1))
+                moved += len(part)
+                if progress:
+                    progress(moved, total)
+            if len(part) < batch:
+                break
+    finally:
+        reader.close()
+    conn.execute("PRAGMA secure_delete = ON")
+    with transaction():
+        # chunks deleted after the snapshot was taken: their vectors must not come back
+        conn.execute(f"DELETE FROM {tail} WHERE id NOT IN (SELECT id FROM chunks WHERE space_id = ?)", (space_id,))
+        conn.execute(f"DROP TRIGGER IF EXISTS {table}_chunk_delete")
+        conn.execute(f"DROP TABLE {table}")
+        ivf.mark_ready(conn, space_id)
+    return moved
+
+
+def repair(conn, space_id, transaction):
+    """A space whose index tables are gone (or were never finished) and that has no legacy table: its
+    chunks are forgotten, so that sync embeds their messages again, and an empty index is created.
+    Returns how many chunks are to be embedded again."""
+    if ivf.ready(conn, space_id) or legacy(conn, space_id):
+        return 0
+    dims = conn.execute("SELECT dimensions FROM spaces WHERE id = ?", (space_id,)).fetchall()[0][0]
+    with transaction():
+        lost = conn.execute("SELECT count(*) FROM chunks WHERE space_id = ?", (space_id,)).fetchall()[0][0]
+        ivf.drop(conn, space_id)
+        conn.execute("DELETE FROM chunks WHERE space_id = ?", (space_id,))
+        ivf.create(conn, space_id)
+        ivf.set_dimensions(conn, space_id, dims)
+        ivf.mark_ready(conn, space_id)
+    return lost
+
+
+def maintain(conn, space_id, transaction, progress=None):
+    """Keep the space's index in shape after sync wrote vectors (``ivf.maintain``)."""
+    return ivf.maintain(conn, space_id, transaction, progress)
 
 
 def _blob(vector):
@@ -99,31 +173,32 @@ def write_message_vectors(conn, space_id, message_id, chunks):
     """Store a message's chunk vectors in a space, replacing the ones it had there.
 
     ``chunks`` are ``(index, start_char, end_char, vector)`` tuples (``models.Chunk``);
-    an empty list just removes the message's vectors from the space.
+    an empty list just removes the message's vectors from the space. Replaced vectors
+    still in a list's blobs are zeroed by the next ``ivf.zero_dead`` (``LocalVectors.save``).
     """
-    load_extension(conn)
-    table = vec_table(space_id)
     with conn:
         conn.execute("DELETE FROM chunks WHERE space_id = ? AND message_id = ?", (space_id, message_id))
-        for index, start, end, vector in chunks:
+        ids = []
+        for index, start, end, _vector in chunks:
             conn.execute("INSERT INTO chunks(space_id, message_id, chunk_index, start_char, end_char) "
                          "VALUES (?, ?, ?, ?, ?)", (space_id, message_id, index, start, end))
-            conn.execute(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)",
-                         (conn.last_insert_rowid(), _blob(vector)))
+            ids.append(conn.last_insert_rowid())
+        if ids:
+            ivf.add(conn, space_id, ids, np.stack([np.asarray(c[3], np.float32) for c in chunks]))
 
 
 def load_message_vectors(conn, space_id, message_ids):
     """``{message_id: [Chunk]}`` of the messages that have vectors in the space."""
-    load_extension(conn)
     out = {}
     ids = json.dumps([int(m) for m in message_ids])
     rows = conn.execute(
-        f"SELECT c.message_id, c.chunk_index, c.start_char, c.end_char, v.embedding FROM chunks c "
-        f"JOIN {vec_table(space_id)} v ON v.rowid = c.id WHERE c.space_id = ? "
-        f"AND c.message_id IN (SELECT value FROM json_each(?)) ORDER BY c.message_id, c.chunk_index",
-        (space_id, ids))
-    for message_id, index, start, end, blob in rows:
-        out.setdefault(message_id, []).append(Chunk(index, start, end, np.frombuffer(blob, dtype=np.float32)))
+        "SELECT c.id, c.message_id, c.chunk_index, c.start_char, c.end_char FROM chunks c WHERE c.space_id = ? "
+        "AND c.message_id IN (SELECT value FROM json_each(?)) ORDER BY c.message_id, c.chunk_index",
+        (space_id, ids)).fetchall()
+    found = ivf.vectors_of(conn, space_id, [r[0] for r in rows]) if rows else {}
+    for chunk_id, message_id, index, start, end in rows:
+        if chunk_id in found:
+            out.setdefault(message_id, []).append(Chunk(index, start, end, found[chunk_id]))
     return out
 
 
@@ -166,9 +241,16 @@ def backlog(conn, space_id, limits=()):
 
 
 def delete_message_vectors(conn, message_ids):
-    """Remove every vector of these messages, in all spaces (the trigger clears vec tables)."""
+    """Remove every vector of these messages, in all spaces (their bytes zeroed in the index)."""
     with conn:
         conn.executemany("DELETE FROM chunks WHERE message_id = ?", [(m,) for m in message_ids])
+        zero_deleted(conn)
+
+
+def zero_deleted(conn):
+    """Zero, in every space's index, the slots of chunks deleted since the last call (``ivf.zero_dead``)."""
+    return sum(ivf.zero_dead(conn, space_id) for space_id, _space, _canary in list_spaces(conn)
+               if ivf.exists(conn, space_id))
 
 
 def knn(conn, space_id, query_vector, k=10):
@@ -176,12 +258,11 @@ def knn(conn, space_id, query_vector, k=10):
 
     Distance is cosine distance (1 - cosine similarity).
     """
-    load_extension(conn)
-    sql = (f"WITH hits AS (SELECT rowid, distance FROM {vec_table(space_id)} "
-           f"WHERE embedding MATCH ? AND k = ?) "
-           "SELECT c.message_id, c.chunk_index, hits.distance FROM hits "
-           "JOIN chunks c ON c.id = hits.rowid ORDER BY hits.distance")
-    return conn.execute(sql, (_blob(query_vector), int(k))).fetchall()
+    ids, similarities = ivf.Reader(conn, space_id).nearest(query_vector, int(k))
+    where = {row[0]: row[1:] for row in conn.execute(
+        "SELECT id, message_id, chunk_index FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids.tolist()),))}
+    return [(*where[i], 1.0 - s) for i, s in zip(ids.tolist(), similarities.tolist()) if i in where][:int(k)]
 
 
 def count_vectors(conn):

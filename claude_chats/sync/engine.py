@@ -189,9 +189,15 @@ class Syncer:
         self.canary = canary_vector(self.provider)
         if self.local is not None:
             self.local.prepare(self.space, self.canary)
+            self._keep_index()   # a journal of an older version: its vectors move into the index first
         if self.store is not None:
             self.space_id = self._pg(self.store.ensure_space, self.space, self.canary, self.index_kind)
             self._check_canary(self.space)
+
+    def _keep_index(self):
+        """The journal's vector index kept in shape after vectors were written (``LocalVectors.maintain``)."""
+        if hasattr(self.local, "maintain"):
+            self.local.maintain()
 
     def _check_canary(self, space):
         """Refuse to push into a space whose stored canary this model does not reproduce
@@ -315,6 +321,7 @@ class Syncer:
             embedded = self._embed([rows[i] for i in part], [messages[i] for i in part])
             if self.local is not None:
                 self.local.save(_spans_of_journal(rows, messages, embedded))
+                self._keep_index()
             fresh.update(embedded)
             self._tell(within=part[-1] + 1)   # the batch's messages up to this slice's last are handled
         return {**_spans_of_journal(rows, messages, stored, back=True), **fresh}
@@ -372,6 +379,7 @@ class Syncer:
         """After a backfill batch committed in Postgres: keep its vectors in the journal."""
         faults.point("before-mark")
         self.local.save(_spans_of_journal(rows, messages, embedded))
+        self._keep_index()
         self.report.backfilled += len(embedded)
         self.report.vectors_pushed += result.chunks
 

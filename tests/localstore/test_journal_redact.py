@@ -13,7 +13,7 @@ import apsw
 import pytest
 
 from claude_chats import config, paths
-from claude_chats.localstore import vectors
+
 from claude_chats.localstore.journal import Journal
 from claude_chats.sync.runner import run_sync
 from tests.support import lines
@@ -22,6 +22,7 @@ from tests.support.fakes import HashEmbedder
 from tests.support.hooks import run_hook
 from tests.support.journals import fulltext
 from tests.support.redaction_corpus import SECRETS
+from tests.support.vectors import stored_codes
 
 GITHUB = next(s for s in SECRETS if s.kind == "github-token")
 AWS = next(s for s in SECRETS if s.kind == "aws-access-key")
@@ -134,10 +135,9 @@ def test_redact_journal_rewrites_what_is_already_stored(tmp_path):
     with Journal.open() as journal:
         report = run_sync(config.load(), journal=journal, provider=HashEmbedder(), lock=False)
         assert report.embedded == 3, report.errors
-        vectors.load_extension(journal.conn)
-        old_vectors = [bytes(b) for (b,) in journal.conn.execute(
-            "SELECT v.embedding FROM chunks c JOIN vec_1 v ON v.rowid = c.id JOIN messages m ON m.id = c.message_id "
-            "WHERE m.content LIKE '%token is%' OR m.content LIKE '%env file%'")]
+        old_vectors = [b for b in stored_codes(journal.conn, 1, [i for (i,) in journal.conn.execute(
+            "SELECT c.id FROM chunks c JOIN messages m ON m.id = c.message_id "
+            "WHERE m.content LIKE '%token is%' OR m.content LIKE '%env file%'")], fine=False) if any(b)]
         journal.conn.execute("UPDATE messages SET synced = 1")   # as if pushed
     assert len(old_vectors) == 2
     assert leaked(journal_bytes()) and all(v in journal_bytes() for v in old_vectors)
@@ -162,11 +162,9 @@ def test_redact_journal_rewrites_what_is_already_stored(tmp_path):
         assert conn.execute("SELECT count(*) FROM messages WHERE synced = 0").fetchall()[0][0] == 2
         report = run_sync(config.load(), journal=journal, provider=HashEmbedder(), lock=False)
         assert report.embedded == 2                             # the rewritten ones, embedded again
-        vectors.load_extension(conn)
         assert conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0] == 3
-        fresh = [bytes(b) for (b,) in conn.execute(
-            "SELECT v.embedding FROM chunks c JOIN vec_1 v ON v.rowid = c.id JOIN messages m ON m.id = c.message_id "
-            "WHERE m.content LIKE '%REDACTED%'")]
+        fresh = stored_codes(conn, 1, [i for (i,) in conn.execute(
+            "SELECT c.id FROM chunks c JOIN messages m ON m.id = c.message_id WHERE m.content LIKE '%REDACTED%'")], fine=False)
         assert len(fresh) == 2 and not set(fresh) & set(old_vectors)
     again = chats("redact", "--journal", "--yes")
     assert "nothing to rewrite: 0 messages, 0 sessions" in again.output

@@ -236,29 +236,6 @@ def test_local_search_is_a_backend(corpus_journal):
     assert Searcher(backend).search("docker", mode="fulltext")["hits"][0]["session_id"] == "s-docker"
 
 
-def test_in_memory_index_agrees_with_sqlite_vec(synced_journal):
-    exact = Searcher(LocalSearch(synced_journal), None, HashEmbedder)
-    indexed_backend = LocalSearch(synced_journal, index_min_chunks=1)
-    indexed = Searcher(indexed_backend, None, HashEmbedder)
-    for query in ("flaky migration test", "port 5432 already in use", "OOMKilled memory limit", "schema t7"):
-        a = exact.search(query, mode="semantic", limit=5, per_session=0)
-        b = indexed.search(query, mode="semantic", limit=5, per_session=0)
-        assert sessions_of(a)[:1] == sessions_of(b)[:1]
-        assert a["hits"][0]["scores"]["semantic"] == pytest.approx(b["hits"][0]["scores"]["semantic"], abs=0.01)
-    state = next(iter(indexed_backend._spaces_seen.values()))
-    assert len(state.index) == state.count
-    message = synced_journal.conn.execute("SELECT id FROM messages WHERE session_id = 's-rust'").fetchall()[0][0]
-    space_id = vectors.find_space(synced_journal.conn, HashEmbedder().space.key)
-    zebra = HashEmbedder().embed_query("zebra crossing at night")
-    vectors.write_message_vectors(synced_journal.conn, space_id, message, [Chunk(0, 0, 4, zebra)])
-    top = indexed.search("zebra crossing at night", mode="semantic", limit=1, per_session=0)["hits"][0]
-    assert (top["session_id"], top["chunk"]) == ("s-rust", {"start": 0, "end": 4})
-    assert len(state.index) == state.count + 1  # the replaced chunk's vector stays until a rebuild
-    vectors.delete_message_vectors(synced_journal.conn, [message])
-    assert indexed.search("zebra crossing at night", mode="semantic", limit=1)["hits"][0]["session_id"] != "s-rust"
-    assert len(state.index) == state.count
-
-
 def test_embedding_failure_mid_search_degrades_hybrid(synced_journal):
     failing = HashEmbedder()
     searcher = local_searcher(synced_journal, lambda: failing)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from claude_chats.errors import SpaceMismatchError
-from claude_chats.localstore import vectors
+from claude_chats.localstore import ivf, vectors
 from claude_chats.models import EmbeddingProvider, canary_vector, embed_texts
 
 MESSAGES = ["The database migration failed on the users table.",
@@ -53,8 +53,8 @@ def test_space_row_table_and_canary(seeded_conn, minilm):
     [(sid, space, canary)] = vectors.list_spaces(seeded_conn)
     assert sid == space_id and space == minilm.space
     np.testing.assert_allclose(canary, canary_vector(minilm), atol=1e-5)
-    sql = seeded_conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (f"vec_{space_id}",)).fetchone()[0]
-    assert "vec0" in sql and "float[384]" in sql and "cosine" in sql
+    assert ivf.ready(seeded_conn, space_id) and not vectors.legacy(seeded_conn, space_id)
+    assert ivf._dims(seeded_conn, space_id) == 384
 
 
 def test_knn_finds_the_right_message(seeded_conn, minilm):
@@ -76,10 +76,12 @@ def test_rewrite_replaces_and_counts(seeded_conn, minilm):
     vectors.write_message_vectors(seeded_conn, space_id, ids[1], chunks)  # again: replaced, not duplicated
     [(sid, space, count, messages)] = vectors.count_vectors(seeded_conn)
     assert (sid, count, messages) == (space_id, 3 + len(chunks), 4)
-    assert seeded_conn.execute(f"SELECT count(*) FROM vec_{space_id}").fetchone()[0] == 3 + len(chunks)
+    assert len(ivf.live(seeded_conn, space_id)) == 3 + len(chunks)
     loaded = vectors.load_message_vectors(seeded_conn, space_id, [ids[1], ids[2]])
     assert [(c.index, c.start, c.end) for c in loaded[ids[1]]] == [(c.index, c.start, c.end) for c in chunks]
-    np.testing.assert_allclose(loaded[ids[1]][0].vector, chunks[0].vector, atol=1e-6)
+    # stored as int8 codes and their int8 residuals: within max|x| / (127 * 508) of every component
+    bound = float(np.abs(chunks[0].vector).max()) / (127 * 508) * 1.001
+    np.testing.assert_allclose(loaded[ids[1]][0].vector, chunks[0].vector, rtol=0, atol=bound)
 
 
 def test_deleting_messages_deletes_their_vectors(seeded_conn, minilm):
@@ -87,7 +89,7 @@ def test_deleting_messages_deletes_their_vectors(seeded_conn, minilm):
     ids = message_ids(seeded_conn)
     seeded_conn.execute("DELETE FROM messages WHERE id = ?", (ids[0],))  # cascade -> chunks -> trigger
     vectors.delete_message_vectors(seeded_conn, [ids[1]])
-    assert seeded_conn.execute(f"SELECT count(*) FROM vec_{space_id}").fetchone()[0] == 2
+    assert len(ivf.live(seeded_conn, space_id)) == 2
     assert {h[0] for h in vectors.knn(seeded_conn, space_id, minilm.embed_query("cat"), k=10)} == set(ids[2:])
 
 

@@ -339,5 +339,7 @@ def test_backfill_killed_midway_converges(tmp_path, pg_db_url, die_at):
         local = vectors.load_message_vectors(journal.conn, space_id, range(1, 25))
         uuids = dict(journal.conn.execute("SELECT id, uuid FROM messages").fetchall())
         assert vectors.count_unembedded(journal.conn, space_id) == 0
-    assert {(uuids[m], c.index): c.vector.tolist() for m, cs in local.items() for c in cs} == \
-        {k: v.tolist() for k, v in remote.items()}
+    kept = {(uuids[m], c.index): c.vector for m, cs in local.items() for c in cs}
+    assert kept.keys() == remote.keys()
+    for key, vector in kept.items():   # the journal keeps int8 codes and residuals: within max|x| / 64,516
+        np.testing.assert_allclose(vector, remote[key], rtol=0, atol=float(np.abs(remote[key]).max()) / 64_000)

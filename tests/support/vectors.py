@@ -32,3 +32,23 @@ def assert_same_vectors(actual, expected, queries=None, min_cosine=MIN_COSINE, t
         i, k, j = (int(x[0]) for x in np.nonzero(swapped))
         raise AssertionError(f"query {j} ranks vectors {i} and {k} the other way round: "
                              f"{got[i, j]:.6f} vs {got[k, j]:.6f}, expected {want[i, j]:.6f} vs {want[k, j]:.6f}")
+
+
+def stored_codes(conn, space_id, chunk_ids, fine=True):
+    """The bytes the journal's index keeps of each chunk's vector (its coarse and, with ``fine``, fine
+    int8 codes, as they lie in the file), to look for in the journal's bytes after a purge or a
+    redaction. (Fine codes of vectors with few distinct values repeat between vectors.)"""
+    from claude_chats.localstore import ivf
+
+    names, dims, out = ivf.names(space_id), None, []
+    dims = int(conn.execute(f"SELECT value FROM {names['meta']} WHERE key = 'dimensions'").fetchall()[0][0])
+    wanted = {int(i) for i in chunk_ids}
+    for i, codes, fine_codes in conn.execute(f"SELECT id, codes, fine FROM {names['tail']}"):
+        if i in wanted:
+            out += [bytes(codes), bytes(fine_codes)][:2 if fine else 1]
+    for ids, codes, fine_codes in conn.execute(f"SELECT ids, codes, fine FROM {names['lists']}"):
+        for slot, i in enumerate(np.frombuffer(ids, np.int64).tolist()):
+            if i in wanted:
+                part = slice(slot * dims, (slot + 1) * dims)
+                out += [bytes(codes[part]), bytes(fine_codes[part])][:2 if fine else 1]
+    return out

@@ -1,0 +1,281 @@
+"""The journal's vector index (``localstore.ivf``): what it finds against brute force, what survives a
+kill -9 mid-update, what a purge leaves on disk, that spaces never mix, the conversion of a journal
+of an older version (sqlite-vec table), and an index that is gone."""
+
+import os
+import subprocess
+import sys
+
+import apsw
+import numpy as np
+import pytest
+
+from claude_chats import paths
+from claude_chats.faults import ENV
+from claude_chats.localstore import db, ivf, vectors
+from claude_chats.localstore.db import Immediate
+from claude_chats.localstore.journal import Journal
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.models import canary_vector
+from claude_chats.models.chunking import Chunk
+from tests.support import ROOT
+from tests.support.fakes import HashEmbedder
+from tests.support.stand_ins import chats
+from tests.support.vectors import stored_codes
+
+DIMS = 32   # HashEmbedder's space
+
+
+def clustered(n, seed, dims=DIMS, clusters=24):
+    """Unit vectors around random centres: near ties, as real chunk vectors have."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dims))
+    x = centres[rng.integers(0, clusters, n)] + 0.35 * rng.standard_normal((n, dims))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def fill(conn, sessions, per_session, seed=7):
+    """Messages of ``sessions`` with one random vector each in HashEmbedder's space; (space id, {message id: vector})."""
+    provider = HashEmbedder()
+    space_id = vectors.ensure_space(conn, provider.space, canary_vector(provider))
+    data = clustered(len(sessions) * per_session, seed)
+    out, n = {}, 0
+    with conn:
+        for session in sessions:
+            conn.execute("INSERT INTO sessions(id, updated_at) VALUES (?, '2026-01-01')", (session,))
+            for seq in range(per_session):
+                conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content, synced) "
+                             "VALUES (?, ?, ?, 'user', 'text', ?, 1)", (f"{session}-{seq}", session, seq, f"text {n}"))
+                message = conn.last_insert_rowid()
+                vectors.write_message_vectors(conn, space_id, message, [Chunk(0, 0, 4, data[n])])
+                out[message] = data[n]
+                n += 1
+    return space_id, out
+
+
+def add_late(conn, space_id, session, late):
+    """Messages added to ``session`` after the lists were trained, one vector each: {message id: vector}."""
+    out = {}
+    with conn:
+        for n, v in enumerate(late):
+            conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content) VALUES (?, ?, ?, 'user', "
+                         "'text', 'late')", (f"late-{n}", session, 100_000 + n))
+            out[conn.last_insert_rowid()] = v
+            vectors.write_message_vectors(conn, space_id, conn.last_insert_rowid(), [Chunk(0, 0, 4, v)])
+    return out
+
+
+def exact_top(stored, query, k=10):
+    ids = np.array(list(stored))
+    sims = np.stack(list(stored.values())) @ query
+    return set(ids[np.argsort(-sims)[:k]].tolist())
+
+
+def chunk_of(conn):
+    return dict(conn.execute("SELECT id, message_id FROM chunks").fetchall())
+
+
+def tx(conn):
+    return lambda: Immediate(conn)
+
+
+@pytest.fixture
+def conn(tmp_path):
+    c = db.connect(str(tmp_path / "journal.db"))
+    yield c
+    c.close()
+
+
+def test_trained_lists_find_what_brute_force_finds(conn):
+    space_id, stored = fill(conn, ["s1"], 4000)
+    ivf.retrain(conn, space_id, tx(conn), nlist=64)
+    assert ivf.counts(conn, space_id) == (4000, 0)          # every vector moved into the lists
+    reader = ivf.Reader(conn, space_id, scan=1000)         # ~16 of 64 lists probed
+    chunks, queries = chunk_of(conn), clustered(60, seed=99)
+    recall, probed_all = [], []
+    for q in queries:
+        ids, sims = reader.nearest(q, 10)
+        probed_all.append(reader.whole)
+        recall.append(len({chunks[i] for i in ids.tolist()} & exact_top(stored, q)) / 10)
+        assert np.all(np.diff(sims) <= 1e-7)               # best first
+        np.testing.assert_allclose(sims[0], max(stored[chunks[i]] @ q for i in ids.tolist()), atol=1e-5)
+    assert not any(probed_all)
+    assert np.mean(recall) >= 0.98, np.mean(recall)
+    # what vectors_of gives back is what was stored, within the codes' bound
+    some = list(chunks)[:50]
+    back = ivf.vectors_of(conn, space_id, some)
+    for chunk in some:
+        want = stored[chunks[chunk]]
+        np.testing.assert_allclose(back[chunk], want, rtol=0, atol=float(np.abs(want).max()) / 64_000)
+
+
+def test_tail_folds_into_the_lists_and_deleted_slots_are_zeroed(conn):
+    space_id, stored = fill(conn, ["s1", "s2"], 1500)
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    add_late(conn, space_id, "s2", clustered(300, seed=5))
+    assert ivf.counts(conn, space_id) == (3000, 300)
+    ivf.fold(conn, space_id, tx(conn))
+    assert ivf.counts(conn, space_id) == (3300, 0)
+    gone = [m for (m,) in conn.execute("SELECT id FROM messages WHERE session_id = 's1'")]
+    gone_chunks = [c for c, m in chunk_of(conn).items() if m in gone]
+    codes = stored_codes(conn, space_id, gone_chunks)
+    assert len(codes) == 2 * len(gone_chunks)
+    with conn:
+        conn.execute("DELETE FROM messages WHERE session_id = 's1'")     # cascade: chunks, then the trigger
+        assert vectors.zero_deleted(conn) == len(gone_chunks)
+    assert stored_codes(conn, space_id, gone_chunks) == []
+    assert set(ivf.live(conn, space_id).tolist()) == set(chunk_of(conn))
+    blobs = b"".join(bytes(b) for row in conn.execute(f"SELECT codes, fine FROM ivf_{space_id}_lists") for b in row)
+    assert not [c for c in codes if any(c) and c in blobs]
+    ids, _ = ivf.Reader(conn, space_id).nearest(stored[gone[0]], 50)
+    assert not set(ids.tolist()) & set(gone_chunks)
+
+
+KILLER = """
+import sys
+from claude_chats.localstore import db, ivf
+from claude_chats.localstore.db import Immediate
+conn = db.connect(sys.argv[1])
+space_id = int(sys.argv[2])
+if sys.argv[3] == "retrain":
+    ivf.retrain(conn, space_id, lambda: Immediate(conn), nlist=32)
+else:
+    ivf.fold(conn, space_id, lambda: Immediate(conn))
+"""
+
+
+@pytest.mark.parametrize("step, point", [("retrain", "mid-retrain@1"), ("fold", "mid-fold@3")])
+def test_killed_mid_update_the_index_keeps_every_vector_once(tmp_path, step, point):
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    space_id, stored = fill(conn, ["s1"], 2500)
+    ivf.retrain(conn, space_id, tx(conn), nlist=8)
+    stored.update(add_late(conn, space_id, "s1", clustered(400, seed=11)))
+    before = sorted(ivf.live(conn, space_id).tolist())
+    conn.close()
+    env = {**os.environ, ENV: point, "PYTHONPATH": ROOT}
+    killed = subprocess.run([sys.executable, "-c", KILLER, path, str(space_id), step], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    conn = db.connect(path)
+    after = ivf.live(conn, space_id).tolist()
+    assert sorted(after) == before and len(after) == len(set(after))   # none lost, none twice
+    chunks = chunk_of(conn)
+    for q in clustered(10, seed=3):
+        ids, _ = ivf.Reader(conn, space_id, scan=10**9).nearest(q, 10)   # every list: exact
+        assert {chunks[i] for i in ids.tolist()} == exact_top(stored, q)
+    ivf.maintain(conn, space_id, tx(conn))                              # and it can go on
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    assert sorted(ivf.live(conn, space_id).tolist()) == before
+    conn.close()
+
+
+def test_purge_leaves_no_vector_of_the_session_on_disk():
+    with Journal.open() as journal:
+        space_id, _ = fill(journal.conn, ["sess-purged", "sess-kept"], 1200)
+        ivf.retrain(journal.conn, space_id, tx(journal.conn), nlist=16)
+        chunks = chunk_of(journal.conn)
+        session = dict(journal.conn.execute("SELECT id, session_id FROM messages").fetchall())
+        purged = [c for c, m in chunks.items() if session[m] == "sess-purged"]
+        kept = [c for c, m in chunks.items() if session[m] == "sess-kept"]
+        purged_codes = [b for b in stored_codes(journal.conn, space_id, purged) if any(b)]
+        kept_codes = [b for b in stored_codes(journal.conn, space_id, kept, fine=False)]
+    assert len(purged_codes) >= len(purged)
+    chats("purge", "--session", "sess-purged", "--yes")
+    data = b"".join(open(p, "rb").read() for p in (paths.journal_path(), paths.journal_path() + "-wal")
+                    if os.path.exists(p))
+    assert [c for c in purged_codes if c in data] == []
+    # the search is meaningful: the kept vectors' codes are found (but those a page boundary splits)
+    assert sum(c in data for c in kept_codes) >= 0.9 * len(kept_codes)
+    with Journal.open() as journal:
+        assert sorted(ivf.live(journal.conn, space_id).tolist()) == sorted(kept)
+
+
+def test_two_spaces_never_mix_in_the_index(conn):
+    first, stored = fill(conn, ["s1"], 600)
+    provider = HashEmbedder()
+    other = vectors.ensure_space(conn, provider.space.__class__(provider.space.provider, "other-model", 48, {}),
+                                 np.ones(48, np.float32) / np.sqrt(48))
+    assert other != first
+    wide = clustered(600, seed=8, dims=48)
+    with conn:
+        for (message,), v in zip(conn.execute("SELECT id FROM messages ORDER BY id").fetchall(), wide):
+            conn.execute("INSERT INTO chunks(space_id, message_id, chunk_index, start_char, end_char) "
+                         "VALUES (?, ?, 1, 0, 4)", (other, message))
+            ivf.add(conn, other, [conn.last_insert_rowid()], v[None, :])
+    ivf.retrain(conn, first, tx(conn), nlist=8)
+    first_chunks = {c for (c,) in conn.execute("SELECT id FROM chunks WHERE space_id = ?", (first,))}
+    other_chunks = {c for (c,) in conn.execute("SELECT id FROM chunks WHERE space_id = ?", (other,))}
+    assert set(ivf.live(conn, first).tolist()) == first_chunks
+    assert set(ivf.live(conn, other).tolist()) == other_chunks
+    ids, _ = ivf.Reader(conn, other).nearest(wide[0], 20)
+    assert set(ids.tolist()) <= other_chunks
+    ids, _ = ivf.Reader(conn, first).nearest(list(stored.values())[0], 20)
+    assert set(ids.tolist()) <= first_chunks
+    with pytest.raises(ValueError):   # a query of the wrong width is refused, never compared
+        ivf.Reader(conn, first).nearest(wide[0], 5)
+
+
+def legacy_journal(conn, stored_vectors):
+    """A journal as versions before the index wrote it: the space's vectors in a sqlite-vec vec0 table."""
+    provider = HashEmbedder()
+    vectors.load_extension(conn)
+    with conn:
+        conn.execute("INSERT INTO spaces(key, provider, model, dimensions, options, canary, created_at) "
+                     "VALUES (?, ?, ?, ?, ?, ?, '2026-01-01')",
+                     (provider.space.key, provider.space.provider, provider.space.model, DIMS,
+                      provider.space.options_json, canary_vector(provider).astype(np.float32).tobytes()))
+        space_id = conn.last_insert_rowid()
+        conn.execute(f"CREATE VIRTUAL TABLE vec_{space_id} USING vec0(embedding float[{DIMS}] distance_metric=cosine)")
+        conn.execute(f"CREATE TRIGGER vec_{space_id}_chunk_delete AFTER DELETE ON chunks WHEN old.space_id = "
+                     f"{space_id} BEGIN DELETE FROM vec_{space_id} WHERE rowid = old.id; END")
+        conn.execute("INSERT INTO sessions(id, updated_at) VALUES ('s1', '2026-01-01')")
+        for seq, v in enumerate(stored_vectors):
+            conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content, synced) "
+                         "VALUES (?, 's1', ?, 'user', 'text', 'old', 1)", (f"u{seq}", seq))
+            conn.execute("INSERT INTO chunks(space_id, message_id, chunk_index, start_char, end_char) "
+                         "VALUES (?, ?, 0, 0, 3)", (space_id, conn.last_insert_rowid()))
+            conn.execute(f"INSERT INTO vec_{space_id}(rowid, embedding) VALUES (?, ?)",
+                         (conn.last_insert_rowid(), v.tobytes()))
+    return space_id
+
+
+def test_a_journal_of_an_older_version_is_converted_and_searched_meanwhile(tmp_path):
+    path = str(tmp_path / "journal.db")
+    data = clustered(1200, seed=4)
+    with Journal.open(path) as journal:
+        space_id = legacy_journal(journal.conn, data)
+        assert vectors.legacy(journal.conn, space_id) and not ivf.ready(journal.conn, space_id)
+        q = clustered(1, seed=21)[0]
+        copied = vectors.upgrade(journal.conn, space_id, tx(journal.conn), batch=500)
+        assert copied == 1200
+        assert ivf.ready(journal.conn, space_id) and not vectors.legacy(journal.conn, space_id)
+        chunks = chunk_of(journal.conn)
+        stored = {chunks[c]: data[n] for n, c in enumerate(sorted(chunks))}
+        ids, _ = ivf.Reader(journal.conn, space_id).nearest(q, 10)
+        assert {chunks[i] for i in ids.tolist()} == exact_top(stored, q)
+        assert vectors.upgrade(journal.conn, space_id, tx(journal.conn)) == 0   # done once
+
+
+def test_an_index_that_is_gone_is_rebuilt_by_embedding_again(conn):
+    space_id, _ = fill(conn, ["s1"], 200)
+    with conn:
+        ivf.drop(conn, space_id)
+    assert not ivf.ready(conn, space_id) and not vectors.legacy(conn, space_id)
+    lost = vectors.repair(conn, space_id, tx(conn))
+    assert lost == 200
+    assert ivf.ready(conn, space_id)
+    assert conn.execute("SELECT count(*) FROM chunks WHERE space_id = ?", (space_id,)).fetchall()[0][0] == 0
+    assert vectors.count_unembedded(conn, space_id) == 200     # sync embeds them again
+
+
+def test_slots_naming_no_chunk_are_never_answered(conn):
+    space_id, stored = fill(conn, ["s1"], 300)
+    ivf.retrain(conn, space_id, tx(conn), nlist=4)
+    (size,) = conn.execute(f"SELECT length(ids) FROM ivf_{space_id}_lists WHERE list = 0").fetchall()[0]
+    with conn:   # a list whose ids name chunks that do not exist (a bug, or a hand-edited journal)
+        conn.execute(f"UPDATE ivf_{space_id}_lists SET ids = ? WHERE list = 0",
+                     (np.arange(10**9, 10**9 + size // 8, dtype=np.int64).tobytes(),))
+    query = list(stored.values())[0]
+    hits = vectors.knn(conn, space_id, query, k=10)
+    assert hits and all(h[0] in stored for h in hits)
