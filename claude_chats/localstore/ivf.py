@@ -25,19 +25,22 @@ rewrite), so a kill at any moment leaves either the old or the new state; a retr
 lists in a shadow table and swaps them in one transaction.
 """
 
+import json
+
 import numpy as np
 
 from .. import faults
 
 TRAIN_AT = 16_384        # chunks from which the space gets k-means lists (below: one list, scanned whole)
 RETRAIN_GROWTH = 4       # retrain when the space has grown this many times since the last training
-SCAN_TARGET = 32_768     # vectors a search scans: enough lists probed for recall@10 >= 0.98 (measured)
+SCAN_TARGET = 49_152     # vectors a search scans: recall@10 0.991 at 1M (0.974 at 32,768: scripts/bench_vector_index.py)
 MIN_PROBE = 8
 RERANK_MIN = 50          # candidates re-ranked by the fine codes: at least this many, else twice the ask
 TAIL_MIN = 2_048         # the tail is folded into the lists above this many rows, or 1/16 of the space
 KMEANS_SAMPLE = 40       # vectors sampled per list to train
 KMEANS_ROUNDS = 8
 ROW_BATCH = 20_000
+PASS_BYTES = 192 << 20   # what a retrain gathers in memory per pass over the old lists
 
 
 def names(space_id):
@@ -281,39 +284,53 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
         return
     sample /= np.maximum(np.linalg.norm(sample, axis=1, keepdims=True), 1e-12)
     cents = train(sample, nlist)
+    # every vector's new list, by chunk id (16 bytes a vector: 16 MB at a million)
+    ids_seen, lists_seen = [], []
+    for ids, scales, codes, fine in _every_vector(conn, space_id):
+        ids_seen.append(ids)
+        lists_seen.append(assign(cents, decode(scales, codes, fine)))
+    ids_seen = np.concatenate(ids_seen) if ids_seen else np.zeros(0, np.int64)
+    lists_seen = np.concatenate(lists_seen) if lists_seen else np.zeros(0, np.int64)
+    order = np.argsort(ids_seen)
+    ids_seen, lists_seen = ids_seen[order], lists_seen[order]
     with transaction():
         conn.execute(f"DROP TABLE IF EXISTS {t['shadow']}; DROP TABLE IF EXISTS {t['next']};"
-                     f"CREATE TABLE {t['shadow']} (id INTEGER PRIMARY KEY, list INTEGER NOT NULL, scale REAL NOT NULL, "
-                     f"codes BLOB NOT NULL, fine BLOB NOT NULL);")
-    done = 0
-    for ids, scales, codes, fine in _every_vector(conn, space_id):
-        lists = assign(cents, decode(scales, codes, fine))
-        with transaction():
-            conn.executemany(f"INSERT OR REPLACE INTO {t['shadow']} VALUES (?, ?, ?, ?, ?)",
-                             [(int(i), int(l), float(s), c.tobytes(), f.tobytes())
-                              for i, l, s, c, f in zip(ids, lists, scales, codes, fine)])
-        done += len(ids)
-        faults.point("mid-retrain")
-        if progress:
-            progress(done, total)
-    with transaction():
-        conn.execute(f"CREATE INDEX {t['shadow']}_list ON {t['shadow']}(list);"
                      f"CREATE TABLE {t['next']} (list INTEGER PRIMARY KEY, ids BLOB NOT NULL, scales BLOB NOT NULL, "
                      f"codes BLOB NOT NULL, fine BLOB NOT NULL)")
-    for start in range(0, nlist, 64):
-        with transaction():
-            for lst in range(start, min(nlist, start + 64)):
-                rows = conn.execute(f"SELECT id, scale, codes, fine FROM {t['shadow']} WHERE list = ? ORDER BY id",
-                                    (lst,)).fetchall()
-                if rows:
-                    conn.execute(f"INSERT INTO {t['next']} VALUES (?, ?, ?, ?, ?)",
-                                 (lst, np.array([r[0] for r in rows], np.int64).tobytes(),
-                                  np.array([r[1] for r in rows], np.float32).tobytes(),
-                                  b"".join(r[2] for r in rows), b"".join(r[3] for r in rows)))
+    # the new lists written a range at a time, each range gathered by one pass over the old lists: the
+    # memory stays at about PASS_BYTES and the disk at twice the index (no copy of every row)
+    per_vector = 2 * _dims(conn, space_id) + 12
+    ranges = max(1, int(np.ceil(len(ids_seen) * per_vector / PASS_BYTES)))
+    bounds = np.linspace(0, nlist, ranges + 1).astype(int)
+    done = 0
+    for first, last in zip(bounds[:-1], bounds[1:]):
+        gathered = {}
+        for ids, scales, codes, fine in _every_vector(conn, space_id):
+            at = np.searchsorted(ids_seen, ids)
+            known = (at < len(ids_seen)) & (ids_seen[np.minimum(at, len(ids_seen) - 1)] == ids)
+            lists = np.where(known, lists_seen[np.minimum(at, len(ids_seen) - 1)], -1)
+            for lst in np.unique(lists[(lists >= first) & (lists < last)]).tolist():
+                pick = lists == lst
+                gathered.setdefault(lst, []).append((ids[pick], scales[pick], codes[pick], fine[pick]))
+        for start in range(first, last, 64):
+            with transaction():
+                for lst in range(start, min(last, start + 64)):
+                    parts = gathered.pop(lst, None)
+                    if parts:
+                        conn.execute(f"INSERT INTO {t['next']} VALUES (?, ?, ?, ?, ?)",
+                                     (lst, *(np.ascontiguousarray(np.concatenate([p[k] for p in parts])).tobytes()
+                                             for k in range(4))))
+                        done += sum(len(p[0]) for p in parts)
+            faults.point("mid-retrain")
+            if progress:
+                progress(done, total)
     with transaction():
-        conn.execute(f"DROP TABLE {t['lists']}; ALTER TABLE {t['next']} RENAME TO {t['lists']};"
-                     f"DELETE FROM {t['tail']} WHERE id IN (SELECT id FROM {t['shadow']});"
-                     f"DROP TABLE {t['shadow']};")
+        conn.execute(f"DROP TABLE {t['lists']}; ALTER TABLE {t['next']} RENAME TO {t['lists']};")
+        seen = json.dumps(ids_seen.tolist())
+        conn.execute(f"DELETE FROM {t['tail']} WHERE id IN (SELECT value FROM json_each(?))", (seen,))
+        # a chunk deleted while the passes ran may have been gathered already: zeroed below, as the dead are
+        conn.execute(f"INSERT OR IGNORE INTO {t['dead']}(id) SELECT value FROM json_each(?) "
+                     f"WHERE value NOT IN (SELECT id FROM chunks WHERE space_id = ?)", (seen, space_id))
         conn.execute(f"INSERT OR REPLACE INTO {t['meta']}(key, value) VALUES ('centroids', ?), ('trained', ?)",
                      (cents.tobytes(), int(total)))
         # vectors the tail got meanwhile were assigned to the old centroids: reassign them
