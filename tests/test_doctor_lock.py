@@ -35,28 +35,25 @@ def journal_check():
     return next(c for c in json.loads(out.stdout) if c["name"] == "journal")
 
 
-def release(proc):
-    proc.stdin.close()
-    proc.wait(timeout=30)
+def check_while_held(kind):
+    """``(doctor's journal check while a process holds the write lock, that process's pid)``."""
+    proc = holding(kind)
+    try:
+        return journal_check(), proc.pid
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
 
 
 def test_doctor_names_the_process_that_holds_the_write_lock():
-    proc = holding("plain")
-    try:
-        check = journal_check()
-    finally:
-        release(proc)
+    check, pid = check_while_held("plain")
     assert check["status"] == "warn", check
-    assert f"write lock is held by another process (pid {proc.pid}: python" in check["detail"]
+    assert f"write lock is held by another process (pid {pid}: python" in check["detail"]
     assert "permissions" not in check["fix"] and "run `chats doctor` again" in check["fix"]
     assert journal_check()["status"] == "pass"        # free again: writable
 
 
 def test_doctor_says_a_running_sync_holds_it():
-    proc = holding("sync")
-    try:
-        check = journal_check()
-    finally:
-        release(proc)
+    check, pid = check_while_held("sync")
     assert check["status"] == "warn", check
-    assert f"held by a running `chats sync` (pid {proc.pid})" in check["detail"]
+    assert f"held by a running `chats sync` (pid {pid})" in check["detail"]
