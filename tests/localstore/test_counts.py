@@ -196,3 +196,24 @@ def test_a_journal_of_the_previous_schema_gets_its_counters_from_the_migration(t
         assert journal.counts() == before[0] == {"sessions": 1, "messages": 4, "pending": 2, "synced": 2}
         assert counts.backlog(journal.conn, space_id) == before[1] == (1, len("hmm " * 9), True)
         assert counts.coverage(journal.conn, space_id) == before[2] == (1, 3)
+
+
+def test_a_journal_only_sync_with_every_vector_there_reads_no_message(tmp_path):
+    write("s-1", kinds_session("s-1"))
+    assert chats("import", paths.claude_projects_dir()).exit_code == 0
+    provider = recipe.with_text(HashEmbedder())
+    with Journal.open() as journal:
+        first = run_sync(config.load(), journal=journal, provider=provider, lock=False)
+        again = run_sync(config.load(), journal=journal, provider=provider, lock=False)
+        assert first.embedded > 0 and first.batches == 1
+        assert (again.embedded, again.batches, again.pending_before) == (0, 0, first.pending_before)
+    write("s-1", [lines.user("one more prompt", session="s-1")])
+    assert chats("import", paths.claude_projects_dir()).exit_code == 0
+    with Journal.open() as journal:
+        third = run_sync(config.load(), journal=journal, provider=provider, lock=False)
+        assert third.batches == 1 and third.embedded >= 1
+        assert journal.conn.execute("SELECT count(*) FROM chunks c JOIN messages m ON m.id = c.message_id "
+                                    "WHERE m.content = 'one more prompt'").fetchall()[0][0] == 1
+        assert counts.backlog(journal.conn, vectors.find_space(journal.conn, provider.space.key),
+                              recipe.LEAN.limits)[0] == 0
+    assert_exact(paths.journal_path())
