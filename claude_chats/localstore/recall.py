@@ -88,16 +88,13 @@ def startup_context(conn, session_id, project, count, redacted=True):
     the continuations the recall hints miss; it costs once per session, not per turn."""
     if not count or not project:
         return None
-    # the latest sessions first, then the messages of those only (a sorter computes its rows' columns
-    # for every candidate: each session of the project would be counted, 20,000 rows at a year's scale)
     rows = conn.execute(
-        f"SELECT s.id, s.name, s.at, "
+        f"SELECT s.id, {_SESSION_NAME}, coalesce(s.last_at, s.first_at), "
         f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.copy = 0), "
         f"(SELECT substr(content, 1, ?) FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
         f"AND m.kind = ? ORDER BY m.seq LIMIT 1) "
-        f"FROM (SELECT s.id, {_SESSION_NAME} AS name, coalesce(s.last_at, s.first_at) AS at FROM sessions s "
-        f"WHERE s.project_path = ? AND s.parent_session_id IS NULL AND s.machine_made = 0 "
-        f"AND instr(s.id, ?) = 0 AND s.id != ? ORDER BY at DESC LIMIT ?) s ORDER BY s.at DESC",
+        f"FROM sessions s WHERE s.project_path = ? AND s.parent_session_id IS NULL AND s.machine_made = 0 "
+        f"AND instr(s.id, ?) = 0 AND s.id != ? ORDER BY coalesce(s.last_at, s.first_at) DESC LIMIT ?",
         (STARTUP_PROMPT_CHARS + REDACT_MARGIN + 1, transcript.TEXT, project, AGENT_MARK,
          session_id or "", count)).fetchall()
     rows = [row for row in rows if row[3]]
