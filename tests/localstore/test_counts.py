@@ -217,3 +217,11 @@ def test_a_journal_only_sync_with_every_vector_there_reads_no_message(tmp_path):
         assert counts.backlog(journal.conn, vectors.find_space(journal.conn, provider.space.key),
                               recipe.LEAN.limits)[0] == 0
     assert_exact(paths.journal_path())
+    # two tool results to embed, capped by the lean recipe: the characters are a bound, said "about"
+    for session in ("s-2", "s-3"):
+        write(session, kinds_session(session))
+    assert chats("import", paths.claude_projects_dir()).exit_code == 0
+    backlog = status_json()["sync"]["backlog"]
+    assert backlog["messages"] == 2 * 5 and backlog["chars_exact"] is False   # each session: 5 it embeds
+    proc = subprocess.run([*CHATS, "status", "--offline"], capture_output=True, text=True, timeout=120)
+    assert f"backlog: 10 messages to embed (about {backlog['chars']:,} characters)" in proc.stdout
