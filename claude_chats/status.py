@@ -151,10 +151,10 @@ def spaces_section():
     """Embedding spaces of the journal with their vector (chunk) counts."""
     def read(journal):
         rows = journal.conn.execute(
-            "SELECT s.id, s.key, s.provider, s.model, s.dimensions, "
-            "(SELECT count(*) FROM chunks c WHERE c.space_id = s.id) FROM spaces s ORDER BY s.id").fetchall()
-        names = ("id", "key", "provider", "model", "dimensions", "vectors")
-        return {"local": [dict(zip(names, row)) for row in rows]}
+            "SELECT s.id, s.key, s.provider, s.model, s.dimensions FROM spaces s ORDER BY s.id").fetchall()
+        names = ("id", "key", "provider", "model", "dimensions")
+        chunks = counts.space_vectors(journal.conn)
+        return {"local": [{**dict(zip(names, row)), "vectors": chunks.get(row[0], 0)} for row in rows]}
     return _with_journal(read, {"local": []})
 
 

@@ -85,6 +85,15 @@ def backlog(conn, space_id, limits=()):
     return messages, chars, exact
 
 
+def space_vectors(conn):
+    """``{space_id: vectors (chunks)}`` of every space that has a row in ``spaces``."""
+    if not has_counters(conn):
+        return dict(conn.execute("SELECT s.id, (SELECT count(*) FROM chunks c WHERE c.space_id = s.id) "
+                                 "FROM spaces s").fetchall())
+    return dict(conn.execute("SELECT s.id, coalesce(k.chunks, 0) FROM spaces s "
+                             "LEFT JOIN space_chunks k ON k.space_id = s.id").fetchall())
+
+
 def coverage(conn, space_id, skipped=()):
     """``(messages with vectors of the space, messages it embeds)``: of the messages not a fork's copy
     and not of the kinds ``skipped`` (blank ones included, as search's note has always counted)."""

@@ -136,7 +136,8 @@ def test_vectors_in_two_spaces_a_rewrite_and_a_purge(tmp_path):
         conn.execute("SELECT count(DISTINCT message_id) FROM chunks WHERE space_id = ?", (first,)).fetchall()[0][0], left)
     vectors.load_extension(conn)
     conn.execute("DELETE FROM spaces WHERE id = ?", (other,))     # a space removed: its counts go with it
-    assert conn.execute("SELECT count(*) FROM vector_counts WHERE space_id = ?", (other,)).fetchall()[0][0] == 0
+    assert conn.execute("SELECT (SELECT count(*) FROM vector_counts WHERE space_id = ?), "
+                        "(SELECT count(*) FROM space_chunks WHERE space_id = ?)", (other, other)).fetchall()[0] == (0, 0)
     conn.close()
     assert_exact(paths.journal_path())
 
@@ -186,7 +187,8 @@ def test_a_journal_of_the_previous_schema_gets_its_counters_from_the_migration(t
     # read-only before any writer migrated it: counted from the messages, the same figures
     reader = Journal.open(path, readonly=True)
     assert counts.has_counters(reader.conn) is False
-    before = (reader.counts(), counts.backlog(reader.conn, space_id), counts.coverage(reader.conn, space_id))
+    before = (reader.counts(), counts.backlog(reader.conn, space_id), counts.coverage(reader.conn, space_id),
+              counts.space_vectors(reader.conn))
     reader.close()
     conn.close()
     held = assert_exact(path)            # opening it read-write migrates it
@@ -196,6 +198,7 @@ def test_a_journal_of_the_previous_schema_gets_its_counters_from_the_migration(t
         assert journal.counts() == before[0] == {"sessions": 1, "messages": 4, "pending": 2, "synced": 2}
         assert counts.backlog(journal.conn, space_id) == before[1] == (1, len("hmm " * 9), True)
         assert counts.coverage(journal.conn, space_id) == before[2] == (1, 3)
+        assert counts.space_vectors(journal.conn) == before[3] == {space_id: 2}
 
 
 def test_a_journal_only_sync_with_every_vector_there_reads_no_message(tmp_path):

@@ -7,23 +7,25 @@ _BLANK = "trim(content, ' \t\n') = ''"
 
 
 def recounted(conn):
-    """``(message groups, vector groups)`` counted from the messages and chunks themselves."""
+    """``(message groups, vector groups, chunks by space)`` counted from the messages and chunks themselves."""
     messages = conn.execute(f"SELECT kind, synced, copy, {_BLANK}, count(*), sum(length(content)) FROM messages "
                             "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4").fetchall()
     vectors = conn.execute(
         f"SELECT c.space_id, m.kind, m.synced, m.copy, trim(m.content, ' \t\n') = '', count(*), "
         "sum(length(m.content)) FROM (SELECT DISTINCT space_id, message_id FROM chunks) c "
         "JOIN messages m ON m.id = c.message_id GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5").fetchall()
-    return messages, vectors
+    chunks = conn.execute("SELECT space_id, count(*) FROM chunks GROUP BY 1 ORDER BY 1").fetchall()
+    return messages, vectors, chunks
 
 
 def kept(conn):
-    """``(message groups, vector groups)`` as the counter tables hold them (groups of none left out)."""
+    """``(message groups, vector groups, chunks by space)`` as the counter tables hold them (groups of none left out)."""
     messages = conn.execute("SELECT kind, synced, copy, blank, messages, chars FROM message_counts "
                             "WHERE messages != 0 OR chars != 0 ORDER BY 1, 2, 3, 4").fetchall()
     vectors = conn.execute("SELECT space_id, kind, synced, copy, blank, messages, chars FROM vector_counts "
                            "WHERE messages != 0 OR chars != 0 ORDER BY 1, 2, 3, 4, 5").fetchall()
-    return messages, vectors
+    chunks = conn.execute("SELECT space_id, chunks FROM space_chunks WHERE chunks != 0 ORDER BY 1").fetchall()
+    return messages, vectors, chunks
 
 
 def assert_exact(path):

@@ -3,7 +3,8 @@
 -- message_counts: the messages and their characters (length(content)) by kind, synced, copy (a fork's
 -- copy) and blank (content empty after trimming spaces, tabs, newlines: never embedded).
 -- vector_counts: of those, the messages that have vectors (at least one chunk) in a space, by the same key,
--- so "without vectors" is the difference, group by group. localstore/counts.py reads them.
+-- so "without vectors" is the difference, group by group. space_chunks: the vectors (chunks) of each
+-- space. localstore/counts.py reads them.
 -- The hook pays one upsert per message stored; messages' other writers (sync marking them synced, purge,
 -- redaction rewrites) and chunk writes pay theirs.
 CREATE TABLE message_counts (
@@ -26,6 +27,13 @@ CREATE TABLE vector_counts (
     chars    INTEGER NOT NULL,
     PRIMARY KEY (space_id, kind, synced, copy, blank)
 ) WITHOUT ROWID;
+
+CREATE TABLE space_chunks (
+    space_id INTEGER PRIMARY KEY,
+    chunks   INTEGER NOT NULL
+);
+
+INSERT INTO space_chunks (space_id, chunks) SELECT space_id, count(*) FROM chunks GROUP BY space_id;
 
 INSERT INTO message_counts (kind, synced, copy, blank, messages, chars)
 SELECT kind, synced, copy, trim(content, char(32, 9, 10)) = '', count(*), sum(length(content))
@@ -90,6 +98,16 @@ WHEN NOT EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = old.space_id AND c.me
         FROM messages WHERE id = old.message_id);
 END;
 
+CREATE TRIGGER space_chunks_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO space_chunks (space_id, chunks) VALUES (new.space_id, 1)
+    ON CONFLICT DO UPDATE SET chunks = chunks + 1;
+END;
+
+CREATE TRIGGER space_chunks_delete AFTER DELETE ON chunks BEGIN
+    UPDATE space_chunks SET chunks = chunks - 1 WHERE space_id = old.space_id;
+END;
+
 CREATE TRIGGER vector_counts_space_delete AFTER DELETE ON spaces BEGIN
     DELETE FROM vector_counts WHERE space_id = old.id;
+    DELETE FROM space_chunks WHERE space_id = old.id;
 END;
