@@ -26,6 +26,8 @@ from .pgstore import connect as pg
 from .pgstore import migrations
 from .pgstore import url as dburl
 from .stores import open_embedder
+from .sync.lock import holder as sync_holder
+from .sync.lock import is_locked
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 VECTOR_MIN = (0, 5, 0)          # HNSW; halfvec (above 2,000 dimensions) needs 0.7
@@ -282,10 +284,10 @@ def check_journal(ctx):
     path = paths.journal_path()
     fix = _journal_fix(path)
     ran = ["open", "write lock", "schema", "wal"]
+    busy = None
     try:
         conn = ctx.journal().conn
-        with Immediate(conn):
-            pass
+        busy = _write_lock_busy(conn, path)
         known, version = len(db.migration_files()), db.user_version(conn)
         if version > known:
             return Check("journal", FAIL, f"{path} is of a newer claude-chats (schema {version}; this one knows "
@@ -316,7 +318,71 @@ def check_journal(ctx):
         return Check("journal", FAIL, f"{pragma} of {path}: {'; '.join(result[:3])}", fix, ran=ran)
     state = f"{pragma} ok ({seconds:.1f} s)" if pragma else \
         f"quick_check skipped above {QUICK_CHECK_PAGES:,} pages"
+    if busy:
+        return Check("journal", WARN, f"{path} ({size}, schema {version}, {mode}), {state}; its write lock is held "
+                     f"by {busy}: writes wait for it (up to {db.BUSY_TIMEOUT_MS // 1000} s each)",
+                     "let it finish and run `chats doctor` again; if it never ends, stop that process", ran=ran)
     return Check("journal", PASS, f"{path} ({size}, schema {version}, {mode}) writable, {state}", ran=ran)
+
+
+LOCK_PROBE_MS = 1000   # how long doctor waits for the journal's write lock before saying who holds it
+
+
+def _write_lock_busy(conn, path):
+    """None when the write lock is free (taken and released at once); else who holds it, as far as the
+    sync lock and the kernel's lock table (/proc/locks) say."""
+    conn.set_busy_timeout(LOCK_PROBE_MS)
+    try:
+        with Immediate(conn):
+            return None
+    except db.apsw.BusyError:
+        return lock_holder(path)
+    finally:
+        conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+
+
+def lock_holder(path):
+    """Who holds the write lock of the journal at ``path``: "`chats sync` (pid N)" when the sync lock's
+    holder is the one, else "another process (pid N: its command)" from the WAL write lock in
+    /proc/locks (Linux), else "another process"."""
+    pid = _wal_writer(path)
+    if is_locked():
+        holder = sync_holder()
+        if pid is None or str(pid) == holder:
+            return f"a running `chats sync` (pid {holder})"
+    if pid is None:
+        return "another process (a hook run, `chats import`, `chats sync` or `chats purge`)"
+    return f"another process (pid {pid}: {_command(pid)})"
+
+
+WAL_WRITE_LOCK_BYTE = 120   # SQLite's WAL write lock: a POSIX lock on this byte of the -shm file
+
+
+def _wal_writer(path):
+    try:
+        inode = os.stat(path + "-shm").st_ino
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                # "8: POSIX  ADVISORY  WRITE 13624 fe:00:2156154 120 120"
+                if len(parts) >= 8 and parts[1] == "POSIX" and parts[3] == "WRITE" and \
+                        parts[5].rsplit(":", 1)[-1] == str(inode) and parts[6] == str(WAL_WRITE_LOCK_BYTE):
+                    return int(parts[4])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _command(pid):
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as fh:
+            argv = fh.read(4096).split(b"\0")
+    except OSError:
+        return "gone since"
+    words = [a.decode("utf-8", "replace") for a in argv[:6] if a]
+    words[:2] = [os.path.basename(w) for w in words[:2]]     # the interpreter and the script: their names
+    text = "".join(c if c.isprintable() else "?" for c in " ".join(words))
+    return text[:120] or "unknown"
 
 
 def _fts_fix():

@@ -11,14 +11,8 @@ import time
 
 from . import config, install, paths
 from .errors import ConfigError
-from .localstore import erase, outbox, vectors
+from .localstore import counts, erase, outbox, vectors
 from .localstore.journal import Journal
-from .models import embedder
-from .models.recipe import recipe_for
-from .pgstore import connect as pg
-from .pgstore import migrations
-from .pgstore import url as dburl
-from .pgstore.store import PgStore
 from .sync.lock import is_locked
 from .times import spoken
 
@@ -131,6 +125,8 @@ def backlog_section(settings, report):
     """What the configured embedding space still lacks: messages and characters to embed (after the
     ``embed_text`` recipe's per-kind limits), and the time that takes at the last sync's rate. The
     space is the configured model's (``provider`` section), else the last sync's (``--offline``)."""
+    from .models.recipe import recipe_for
+
     last = report["sync"].get("last") or {}
     key = report["provider"].get("key") or last.get("space")
     if not key:
@@ -142,8 +138,8 @@ def backlog_section(settings, report):
     limits = recipe.limits if recipe is not None else ()
 
     def read(journal):
-        messages, chars = vectors.backlog(journal.conn, vectors.find_space(journal.conn, key), limits)
-        out = {"space": key, "messages": messages, "chars": chars, "estimate_seconds": None}
+        messages, chars, exact = counts.backlog(journal.conn, vectors.find_space(journal.conn, key), limits)
+        out = {"space": key, "messages": messages, "chars": chars, "chars_exact": exact, "estimate_seconds": None}
         rate = (last.get("embedded_chars") or 0) / float(last.get("seconds") or 0) if last.get("seconds") else 0
         if rate and last.get("space") == key:
             out["estimate_seconds"] = round(chars / rate, 1)
@@ -155,10 +151,10 @@ def spaces_section():
     """Embedding spaces of the journal with their vector (chunk) counts."""
     def read(journal):
         rows = journal.conn.execute(
-            "SELECT s.id, s.key, s.provider, s.model, s.dimensions, "
-            "(SELECT count(*) FROM chunks c WHERE c.space_id = s.id) FROM spaces s ORDER BY s.id").fetchall()
-        names = ("id", "key", "provider", "model", "dimensions", "vectors")
-        return {"local": [dict(zip(names, row)) for row in rows]}
+            "SELECT s.id, s.key, s.provider, s.model, s.dimensions FROM spaces s ORDER BY s.id").fetchall()
+        names = ("id", "key", "provider", "model", "dimensions")
+        chunks = counts.space_vectors(journal.conn)
+        return {"local": [{**dict(zip(names, row)), "vectors": chunks.get(row[0], 0)} for row in rows]}
     return _with_journal(read, {"local": []})
 
 
@@ -167,6 +163,9 @@ def spaces_section():
 
 def postgres_section(settings):
     """Reachable or not (with latency), and the canonical store's counts."""
+    from .pgstore import connect as pg
+    from .pgstore import url as dburl
+
     url = settings.database_url
     if not url:
         return {"configured": False}
@@ -189,6 +188,9 @@ def postgres_section(settings):
 
 
 def postgres_counts(conn, url):
+    from .pgstore import migrations
+    from .pgstore.store import PgStore
+
     try:
         if not conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]:
             return {"counts": None, "note": migrations.blocker(conn)
@@ -200,6 +202,8 @@ def postgres_counts(conn, url):
 
 def provider_section(settings):
     """The configured provider and whether its model loads (timed)."""
+    from .models import embedder
+
     section = {"provider": settings.provider, "model": settings.model, "source": settings.source("provider")}
     started = time.perf_counter()
     try:
@@ -323,7 +327,8 @@ def _backlog_lines(b):
         return ["backlog: none (every message the configured space embeds has its vectors)"]
     estimate = f", about {spoken(b['estimate_seconds'])} at the last sync's rate" \
         if b.get("estimate_seconds") is not None else ""
-    return [f"backlog: {b['messages']:,} messages to embed ({b['chars']:,} characters){estimate}"]
+    about = "" if b.get("chars_exact", True) else "about "
+    return [f"backlog: {b['messages']:,} messages to embed ({about}{b['chars']:,} characters){estimate}"]
 
 
 def _backfill_text(last):

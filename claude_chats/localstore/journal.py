@@ -10,7 +10,7 @@ import os
 from .. import paths, rawlines, transcript
 from ..errors import SessionNotFound
 from ..search.core import NEIGHBOUR_READ, shorten
-from . import db, writer
+from . import counts, db, writer
 
 
 class Journal:
@@ -59,7 +59,7 @@ class Journal:
 
     def counts(self):
         sessions, = self._one("SELECT count(*) FROM sessions")
-        messages, pending = self._one("SELECT count(*), count(*) FILTER (WHERE synced = 0) FROM messages")
+        messages, pending = counts.messages(self.conn)
         return {"sessions": sessions, "messages": messages, "pending": pending, "synced": messages - pending}
 
     def skipped_lines(self):

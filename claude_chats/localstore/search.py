@@ -38,7 +38,7 @@ from ..search.core import (
     selective,
 )
 from ..times import iso
-from . import db, fts, ivf, vectors
+from . import counts, db, fts, ivf, vectors
 from .fts import fts_match
 from .journal import Journal
 
@@ -60,7 +60,6 @@ class LocalSearch:
         self._vec_loaded = False
         self._vec_tables = {}
         self._readers = {}
-        self._coverage = {}
 
     @classmethod
     def open(cls, path=None):
@@ -94,16 +93,8 @@ class LocalSearch:
 
     def coverage(self, space_id, skipped=()):
         """(messages with vectors of the space, messages it embeds: not a fork's copy, not of the kinds
-        ``skipped``), kept until the journal changes."""
-        version = self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes()
-        cached = self._coverage.get((space_id, skipped))
-        if cached is None or cached[0] != version:
-            counts = self.conn.execute(
-                "SELECT (SELECT count(DISTINCT message_id) FROM chunks WHERE space_id = ?), "
-                "(SELECT count(*) FROM messages WHERE copy = 0 AND kind NOT IN (SELECT value FROM json_each(?)))",
-                (space_id, json.dumps(list(skipped)))).fetchall()[0]
-            cached = self._coverage[(space_id, skipped)] = (version, counts)
-        return cached[1]
+        ``skipped``), from the journal's counters (``localstore.counts``)."""
+        return counts.coverage(self.conn, space_id, skipped)
 
     def warm(self, key):
         """Read the index's centroids of space ``key`` now rather than on the first search (cheap)."""

@@ -25,6 +25,7 @@ from . import ivf
 from ..models.base import Space
 from ..models.chunking import Chunk
 from ..models.spaces import canary_from_blob, check_canary, mismatch_error
+from . import counts
 
 
 def load_extension(conn):
@@ -220,24 +221,14 @@ def unembedded(conn, space_id, after_id=0, limit=500, skip_kinds=()):
 
 
 def count_unembedded(conn, space_id, skip_kinds=()):
-    """How many messages ``unembedded`` would give in all."""
-    return conn.execute(f"SELECT count(*) {_UNEMBEDDED}", (0, json.dumps(list(skip_kinds)), space_id)).fetchall()[0][0]
+    """How many messages ``unembedded`` would give in all (from the journal's counters: ``counts``)."""
+    return counts.unembedded(conn, space_id, skip_kinds)
 
 
 def backlog(conn, space_id, limits=()):
-    """``(messages, characters)`` still to embed into the space (None: not created yet): the messages
-    without a vector there (not blank, not a fork's copy) of the kinds ``limits`` does not skip, and
-    the characters of theirs that would be embedded (``limits``: ``((kind, chars), ...)``, as a
-    ``models.recipe.Recipe`` has them; a kind limited is counted up to its limit)."""
-    caps = json.dumps(dict(limits))
-    skipped = json.dumps([kind for kind, chars in limits if chars == 0])
-    row = conn.execute(
-        "SELECT count(*), coalesce(sum(min(length(m.content), coalesce(json_extract(?, '$.' || m.kind), "
-        "length(m.content)))), 0) FROM messages m WHERE m.copy = 0 AND trim(m.content, ' \t\n') != '' "
-        "AND m.kind NOT IN (SELECT value FROM json_each(?)) "
-        "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = ? AND c.message_id = m.id)",
-        (caps, skipped, -1 if space_id is None else space_id)).fetchall()[0]
-    return row[0], row[1]
+    """``(messages, characters)`` still to embed into the space: ``counts.backlog`` (which says whether
+    the characters are exact)."""
+    return counts.backlog(conn, space_id, limits)[:2]
 
 
 def delete_message_vectors(conn, message_ids):

@@ -141,6 +141,7 @@ class Syncer:
         self.status = SyncProgress(at=_now(), pid=os.getpid())
         self._shown = None   # when ``sync_progress`` was last written
         self._handled = 0    # messages of the batches done
+        self._to_embed = None   # messages without vectors of the space (None: not counted)
 
     def run(self):
         started = time.monotonic()
@@ -268,8 +269,11 @@ class Syncer:
             self.report.errors.append(f"rebuilding the indexes after the failure: {exc}")
 
     def _batches(self):
-        if self.store is None and self.local is None:
-            return  # vectors would be neither pushed nor kept: nothing to do until Postgres is set up
+        if self.store is None and (self.local is None or not self._to_embed):
+            # vectors would be neither pushed nor kept: nothing to do until Postgres is set up; or no
+            # Postgres and every message already has its vectors here (counted, not read: the journal's
+            # messages stay pending without Postgres, and reading them all costs seconds at 1M)
+            return
         with Pusher(self.store, self.workers) as pusher:
             after_id = 0
             while True:
@@ -395,7 +399,7 @@ class Syncer:
         if self.local is not None:
             recipe = recipe_of(self.provider)
             limits = recipe.limits if recipe is not None else ()
-            self.status.chars_total = vectors.backlog(self.journal.conn, self.local.space_id, limits)[1]
+            self._to_embed, self.status.chars_total = vectors.backlog(self.journal.conn, self.local.space_id, limits)
         self._tell(force=True)
 
     def _advance(self, count):

@@ -31,7 +31,7 @@ class SyncLock:
         except BlockingIOError:
             os.close(fd)
             from ..errors import SyncLocked  # here: errors is off the hook's path
-            raise SyncLocked(f"another `chats sync` is running (pid {_holder(self.path)}); "
+            raise SyncLocked(f"another `chats sync` is running (pid {holder(self.path)}); "
                              "it will push what is pending, nothing to do") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
@@ -67,7 +67,9 @@ def is_locked(path=None):
         os.close(fd)
 
 
-def _holder(path):
+def holder(path=None):
+    """The pid the sync lock's holder wrote (a string; "unknown" when there is none)."""
+    path = path or lock_path()
     try:
         with open(path, encoding="ascii") as fh:
             return fh.read().strip() or "unknown"
