@@ -6,10 +6,16 @@ subagents, or a project folder and everything below it) covers: the messages
 their sqlite-vec vectors, the transcript lines kept for restore, the sessions, the
 pending summaries of their files.
 ``redact_stored(conn, clean)`` rewrites the stored text through ``clean``.
-Both end with ``scrub_file``: the FTS index merged (no old segment keeps the
-words), ``VACUUM`` with ``secure_delete``, the WAL checkpointed away, so the
-text is left in no free page and no WAL frame. The transcript cursors stay, so
-purged lines are not imported again from Claude Code's files.
+Both erase in place: every writing connection runs with ``PRAGMA secure_delete``
+(``db.connect``: a deleted cell, a freed page is zeroed) and the FTS index with
+FTS5's ``secure-delete`` option (migration 0006: a deleted document's entries
+leave the index segments themselves), so the deletes leave no byte of what they
+removed; then ``scrub_file`` checkpoints the WAL away (no old frame keeps it).
+A journal written before migration 0006 (by connections without
+``secure_delete``: free pages and cells may hold old copies) is rewritten once
+instead, by its first ``scrub_file`` (FTS merged, ``VACUUM``), as every purge
+did before. The transcript cursors stay, so purged lines are not imported again
+from Claude Code's files.
 """
 
 import os
@@ -20,11 +26,12 @@ import apsw
 
 from .. import rawlines, times
 from ..errors import ConfigError
-from . import vectors
-from .db import Immediate
+from . import vectors, writer
+from .db import Immediate, get_state, set_state
 
 KINDS = ("session", "project")
 CHECKPOINT_TRIES = 20
+ERASED_IN_PLACE = "erased_in_place"   # state key: every byte freed since was zeroed (migration 0006)
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,7 @@ def purge_local(conn, target, scrub_after=True):
     with Immediate(conn):
         _delete_vectors(conn, target)
         _delete_kept_lines(conn, target)
+        _forget_tails(conn, target)
         # summaries waiting for their leaf in the purged messages' files: the leaf will never come
         sql, args = _local_sql(target, "DISTINCT m.file_id")
         conn.execute(f"DELETE FROM pending_summaries WHERE file_id IN ({sql})", args)
@@ -126,6 +134,15 @@ def _delete_kept_lines(conn, target):
     conn.execute(sql, args)
 
 
+def _forget_tails(conn, target):
+    """The purged messages' transcripts keep their cursor, and the bytes before it (``tail``: how a file
+    rewritten in place is recognised) as their checksum only: they end the last line read, text of it."""
+    sql, args = _local_sql(target, "DISTINCT m.file_id")
+    rows = conn.execute(f"SELECT id, tail FROM transcripts WHERE id IN ({sql}) AND tail IS NOT NULL", args).fetchall()
+    conn.executemany("UPDATE transcripts SET tail = ? WHERE id = ?",
+                     [(writer.tail_checksum(tail), fid) for fid, tail in rows if not tail.startswith(writer.CHECKSUM)])
+
+
 def _empty_sessions(conn, target):
     where, args = target.session_filter("id", "parent_session_id", "project_path")
     return conn.execute(f"SELECT count(*) FROM sessions WHERE {where} AND NOT EXISTS "
@@ -146,10 +163,14 @@ def _delete_vectors(conn, target):
 
 
 def scrub_file(conn):
-    """Leave no trace of deleted rows in the file: merge FTS, VACUUM, checkpoint the WAL away."""
+    """Leave no trace of deleted rows in the file: the WAL checkpointed away (the deletes zeroed what
+    they removed, see the module's docstring); a journal not yet erased in place (``ERASED_IN_PLACE``)
+    is first rewritten whole, once (FTS merged, ``VACUUM``). True when the WAL was truncated."""
     conn.execute("PRAGMA secure_delete = ON")
-    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
-    conn.execute("VACUUM")
+    if get_state(conn, ERASED_IN_PLACE) is None:
+        conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+        conn.execute("VACUUM")
+        set_state(conn, ERASED_IN_PLACE, f"whole file rewritten {times.now_iso()}")
     for _ in range(CHECKPOINT_TRIES):
         busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
         if not busy:

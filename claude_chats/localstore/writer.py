@@ -119,7 +119,11 @@ def _tail(fh, offset, checksum=False):
     start = max(0, offset - TAIL_BYTES)
     fh.seek(start)
     tail = fh.read(offset - start)
-    return CHECKSUM + b"%016x" % rawlines.checksum(tail) if checksum else tail
+    return tail_checksum(tail) if checksum else tail
+
+
+def tail_checksum(tail):
+    return CHECKSUM + b"%016x" % rawlines.checksum(tail)
 
 
 def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
