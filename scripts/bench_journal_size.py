@@ -26,16 +26,12 @@ import apsw
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_doctor import chats, env_for, write_transcripts  # noqa: E402
+from bench_purge import BASE_REV, load, previous_code  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BASE_REV = "d9302fe"
 BASE = "/tmp/storage-size-base"
 PACK = ("import sys; from claude_chats.localstore import db, outbox; "
         "conn = db.connect(sys.argv[1]); print(outbox.pack_raw_lines(conn))")
-
-
-def load():
-    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def per_table(journal):
@@ -81,9 +77,7 @@ def main():
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--data", default="/work/storage-data/size")
     args = parser.parse_args()
-    shutil.rmtree(BASE, ignore_errors=True)
-    os.makedirs(BASE)
-    subprocess.run(f"git -C {ROOT} archive {BASE_REV} claude_chats | tar -x -C {BASE}", shell=True, check=True)
+    previous_code(BASE)
     print(f"this code: {ROOT}; previous: {BASE_REV} in {BASE}; nice {os.nice(0)}")
     projects = os.path.join(args.data, f"transcripts-{args.messages}")
     if not os.path.isdir(projects):

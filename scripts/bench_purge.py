@@ -38,6 +38,13 @@ BASE_REV = "d9302fe"
 BASE = "/tmp/storage-base"
 
 
+def previous_code(folder, rev=BASE_REV):
+    """The package as it was at ``rev``, unpacked into ``folder`` (run it with PYTHONPATH there)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    subprocess.run(f"git -C {ROOT} archive {rev} claude_chats | tar -x -C {folder}", shell=True, check=True)
+
+
 def load():
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -121,9 +128,7 @@ def main():
     parser.add_argument("--source", default="/work/doctor-data")
     parser.add_argument("--data", default="/work/storage-data")
     args = parser.parse_args()
-    shutil.rmtree(BASE, ignore_errors=True)
-    os.makedirs(BASE)
-    subprocess.run(f"git -C {ROOT} archive {BASE_REV} claude_chats | tar -x -C {BASE}", shell=True, check=True)
+    previous_code(BASE)
     print(f"this code: {ROOT}; previous: {BASE_REV} in {BASE}; nice {os.nice(0)}; SQLite {apsw.sqlite_lib_version()}")
     for n in (int(s) for s in args.sizes.split(",")):
         bench(n, args.source, args.data, args.purges)
