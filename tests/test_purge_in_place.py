@@ -5,14 +5,14 @@ Every writing connection runs with ``PRAGMA secure_delete`` and the FTS index wi
 share of the journal through FTS5's secure-delete, a large share with plain deletes and one merge of
 the index (``optimize``). Either way the journal is not vacuumed (its free pages stay, for the next
 writes), and no mark of the purged session is left in journal.db, its WAL or shared memory: its text,
-its FTS entries, its kept lines (compressed by ``chats import``), the 64 bytes of its transcript's
-tail kept with the cursor. A journal written before migration 0006 is rewritten once, by its first
+its FTS entries, its kept lines (compressed by ``chats import``), its sqlite-vec vectors, the 64
+bytes of its transcript's tail kept with the cursor. A journal written before migration 0006 is rewritten once, by its first
 purge. Everything through ``chats`` as a process.
 """
 
 import json
-import os
 import pathlib
+import struct
 import subprocess
 import uuid as uuidlib
 
@@ -20,6 +20,7 @@ import apsw
 import pytest
 
 from claude_chats import paths
+from claude_chats.localstore import vectors
 from tests.support.hooks import CHATS
 from tests.support.on_disk import holding
 
@@ -62,9 +63,29 @@ def record(sessions, per, rounds=2):
         chats("import")
 
 
+def vector(session, i):
+    return struct.pack("4f", 1000.0 + session, 0.5 + i, 7.25, -3.125)
+
+
+def add_vectors():
+    """One sqlite-vec vector a message, each its own bytes, as sync keeps them locally."""
+    conn = apsw.Connection(paths.journal_path())
+    vectors.load_extension(conn)
+    conn.execute("INSERT INTO spaces (key, provider, model, dimensions, created_at) "
+                 "VALUES ('test/t/4/{}', 'test', 't', 4, '2026-01-01')")
+    conn.execute("CREATE VIRTUAL TABLE vec_1 USING vec0(embedding float[4])")
+    for mid, session, seq in conn.execute("SELECT id, substr(session_id, 6), seq FROM messages").fetchall():
+        conn.execute("INSERT INTO chunks (id, space_id, message_id, chunk_index, start_char, end_char) "
+                     "VALUES (?, 1, ?, 0, 0, 10)", (mid, mid))
+        conn.execute("INSERT INTO vec_1 (rowid, embedding) VALUES (?, ?)", (mid, vector(int(session), seq)))
+    conn.close()
+
+
 def on_disk(session, per):
+    """{file: [what of ``session`` it holds]}: the marks of its text, its vectors (as ``vec i``)."""
     journal = paths.journal_path()
     marks = {m.encode(): m for i in range(per) for m in (mark(session, i), mark(session, i).lower())}
+    marks.update({vector(session, i): f"vec {i}" for i in range(per)})
     return holding([journal, journal + "-wal", journal + "-shm"], marks)
 
 
@@ -84,8 +105,9 @@ def test_a_purge_erases_in_place_and_leaves_no_byte_of_the_session(sessions, per
     """160 sessions of 6: one is less than 1/150 of the journal (FTS5's secure-delete); 6 of 40: one is
     a sixth (plain deletes, then one merge). FTS5 writes its format version 5 once a secure delete ran."""
     record(sessions, per)
+    add_vectors()
     victim, kept = sessions // 2, sessions // 2 + 1
-    assert on_disk(victim, per), "the marks never reached the journal: the test proves nothing"
+    assert len(on_disk(victim, per)[paths.journal_path()]) > per, "nothing to find: the test proves nothing"
     report = json.loads(chats("purge", "--session", f"sess-{victim}", "--yes", "--json"))
     assert report["local"]["messages"] == per and report["scrubbed"], report
     assert on_disk(victim, per) == {}
@@ -97,6 +119,7 @@ def test_a_purge_erases_in_place_and_leaves_no_byte_of_the_session(sessions, per
     hits = json.loads(chats("search", "--json", "--mode", "fulltext", mark(kept, 2)))["hits"]
     assert hits and mark(kept, 2) in json.dumps(hits)
     assert json.loads(chats("search", "--json", "--mode", "fulltext", mark(victim, 2)))["hits"] == []
+    assert len(on_disk(kept, per)[paths.journal_path()]) > per   # its text and its vectors stay
     assert json.loads(chats("restore", f"sess-{kept}", "--dry-run", "--json"))
 
 
