@@ -13,7 +13,9 @@ Claude Code transcripts imported with ``chats import``, 2,000 messages a session
 4. this code imports a new 2,000-message session (``chats import``): the file does not grow, the free
    pages the purges left are reused.
 
-Prints the wall time of each process, the journal's size and free pages after it, and the load average
+``--upgraded`` replaces step 2 by marking the copy as this code's own journal (migrated, clean since its
+first migration), for the steady state alone; ``--keep`` leaves the copy, ``--reuse`` starts from it
+(steps 1 and 2 skipped). Prints the wall time of each process, the journal's size and free pages after it, and the load average
 beside every figure. Run it at ``nice -n 10``, one benchmark at a time.
 
     nice -n 10 .venv/bin/python scripts/bench_purge.py [--sizes 100000,1000000] [--purges 3]
@@ -96,29 +98,44 @@ def new_session(home, messages=2000):
     return os.path.dirname(folder)
 
 
-def bench(n, source, data, purges):
+def mark_upgraded(journal):
+    """The copy as this code's own journal is (clean since its first migration): migrated, the state
+    key set, so the first purge does not rewrite the file (``--upgraded``: the steady state alone)."""
+    env = env_for(os.path.dirname(journal), ROOT)
+    subprocess.run([sys.executable, "-c", "import sys; from claude_chats.localstore import db, erase; "
+                    "c = db.connect(sys.argv[1]); db.set_state(c, erase.ERASED_IN_PLACE, 'bench_purge --upgraded')",
+                    journal], env=env, cwd=ROOT, check=True)
+
+
+def bench(n, source, data, purges, upgraded=False, reuse=False, keep=False):
     src = os.path.join(source, str(n), "journal.db")
     home = os.path.join(data, f"purge-{n}")
-    shutil.rmtree(home, ignore_errors=True)
-    os.makedirs(home)
     journal = os.path.join(home, "journal.db")
-    started = time.perf_counter()
-    shutil.copyfile(src, journal)
+    if not (reuse and os.path.exists(journal)):
+        shutil.rmtree(home, ignore_errors=True)
+        os.makedirs(home)
+        started = time.perf_counter()
+        shutil.copyfile(src, journal)
+        print(f"\n{n:,} messages: {src} copied to {journal} in {time.perf_counter() - started:.0f} s", flush=True)
     count, free, size = pages(journal)
-    print(f"\n{n:,} messages: {src} copied to {journal} in {time.perf_counter() - started:.0f} s "
-          f"({count * size / 1e9:.2f} GB, {free:,} free pages)", flush=True)
+    print(f"\n{n:,} messages: {journal} ({count * size / 1e9:.2f} GB, {free:,} free pages)", flush=True)
     subprocess.run(f"cat {journal} > /dev/null", shell=True, check=True)   # the page cache warm for both
     victims = sessions(journal, 2 + purges)
     base, this = env_for(home, BASE), env_for(home, ROOT)
     purge = [chats(), "purge", "--yes", "--session"]
-    run("prev", "purge (VACUUM each time)", purge + [victims[0]], base, journal)
-    run("this", "purge, first after the upgrade", purge + [victims[1]], this, journal)
+    if not reuse:
+        run("prev", "purge (VACUUM each time)", purge + [victims[0]], base, journal)
+    if upgraded:
+        mark_upgraded(journal)
+    else:
+        run("this", "purge, first after the upgrade", purge + [victims[1]], this, journal)
     walls = [run("this", f"purge {i + 1} (erased in place)", purge + [victim], this, journal)
              for i, victim in enumerate(victims[2:])]
     run("this", "import a new 2,000-message session", [chats(), "import", new_session(home)], this, journal)
     if walls:
         print(f"  this code, purge of a clean journal: best {min(walls):.2f} s, worst {max(walls):.2f} s")
-    shutil.rmtree(home, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def main():
@@ -127,11 +144,16 @@ def main():
     parser.add_argument("--purges", type=int, default=3)
     parser.add_argument("--source", default="/work/doctor-data")
     parser.add_argument("--data", default="/work/storage-data")
+    parser.add_argument("--upgraded", action="store_true",
+                        help="Mark the copy as this code's own journal instead of timing its one-time rewrite.")
+    parser.add_argument("--reuse", action="store_true",
+                        help="Reuse the copy a run left (no copy, no purge by the previous code).")
+    parser.add_argument("--keep", action="store_true", help="Keep the copy for --reuse.")
     args = parser.parse_args()
     previous_code(BASE)
     print(f"this code: {ROOT}; previous: {BASE_REV} in {BASE}; nice {os.nice(0)}; SQLite {apsw.sqlite_lib_version()}")
     for n in (int(s) for s in args.sizes.split(",")):
-        bench(n, args.source, args.data, args.purges)
+        bench(n, args.source, args.data, args.purges, args.upgraded, args.reuse, args.keep)
 
 
 if __name__ == "__main__":
