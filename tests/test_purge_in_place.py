@@ -37,7 +37,9 @@ def mark(session, i):
 
 def line(session, i, parent):
     kind = "user" if i % 2 == 0 else "assistant"
-    text = f"message {i} of session {session} about the build and the {mark(session, i)}"
+    pad = " ".join(f"w{session}y{i}z{k}" for k in range(400))   # ~5 KB: each message frees whole pages
+    text = f"message {i} of session {session} about the build {pad} and the {mark(session, i)}"   # last: the
+    #   transcript's tail kept with its cursor holds it
     message = {"role": "user", "content": text} if kind == "user" else {
         "id": f"msg_{session}_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
         "content": [{"type": "text", "text": text}]}
@@ -100,9 +102,9 @@ def journal_facts():
         conn.close()
 
 
-@pytest.mark.parametrize("sessions, per, path", [(160, 6, "secure-delete"), (6, 40, "merge")])
+@pytest.mark.parametrize("sessions, per, path", [(460, 2, "secure-delete"), (6, 40, "merge")])
 def test_a_purge_erases_in_place_and_leaves_no_byte_of_the_session(sessions, per, path):
-    """160 sessions of 6: one is less than 1/150 of the journal (FTS5's secure-delete); 6 of 40: one is
+    """460 sessions of 2: one is less than 1/450 of the journal (FTS5's secure-delete); 6 of 40: one is
     a sixth (plain deletes, then one merge). FTS5 writes its format version 5 once a secure delete ran."""
     record(sessions, per)
     add_vectors()
@@ -116,9 +118,9 @@ def test_a_purge_erases_in_place_and_leaves_no_byte_of_the_session(sessions, per
     assert free > 0, "the journal was vacuumed whole (no free page left)"
     assert config.get("secure-delete") == 1 and "fts_merge_pending" not in state, (config, state)
     assert config.get("version") == (5 if path == "secure-delete" else 4), config
-    hits = json.loads(chats("search", "--json", "--mode", "fulltext", mark(kept, 2)))["hits"]
-    assert hits and mark(kept, 2) in json.dumps(hits)
-    assert json.loads(chats("search", "--json", "--mode", "fulltext", mark(victim, 2)))["hits"] == []
+    hits = json.loads(chats("search", "--json", "--mode", "fulltext", mark(kept, per - 1)))["hits"]
+    assert hits and mark(kept, per - 1) in json.dumps(hits)
+    assert json.loads(chats("search", "--json", "--mode", "fulltext", mark(victim, per - 1)))["hits"] == []
     assert len(on_disk(kept, per)[paths.journal_path()]) > per   # its text and its vectors stay
     assert json.loads(chats("restore", f"sess-{kept}", "--dry-run", "--json"))
 

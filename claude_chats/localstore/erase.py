@@ -33,11 +33,10 @@ KINDS = ("session", "project")
 CHECKPOINT_TRIES = 20
 ERASED_IN_PLACE = "erased_in_place"   # state key: every byte freed since was zeroed (migration 0006)
 FTS_MERGE = "fts_merge_pending"       # state key: FTS deletes made without secure-delete, to merge away
-SECURE_DELETE_MAX = 200     # FTS5 secure-delete for at most 200 messages, and 1/150 of the journal's;
-SECURE_DELETE_SHARE = 150   # else plain deletes and a merge. Measured (scripts/bench_purge.py, load 7-9):
-#   secure-delete costs 5-29 ms a message at 100k (one FTS segment or ten) and ~160 ms at 1M (more,
-#   bigger segments); `optimize` rewrites the whole index, ~0.065 ms a message of the journal at 100k:
-#   the two cost alike at about 150-220 messages purged, at 100k as at 1M
+SECURE_DELETE_SHARE = 450   # FTS5 secure-delete for at most 1/450 of the journal's messages, else plain
+#   deletes and a merge. Measured (scripts/bench_purge.py, a 2,000-message session, load 7-9): secure-delete
+#   costs ~29 ms a message at 100k and ~160 ms at 1M (more, bigger segments); `optimize` rewrites the whole
+#   index, 0.064 ms a message of the journal at 100k, 0.38 ms at 1M: they cost alike at 1/450 of it
 
 
 @dataclass(frozen=True)
@@ -114,8 +113,7 @@ def purge_local(conn, target, scrub_after=True):
         return counts
     conn.execute("PRAGMA secure_delete = ON")
     with Immediate(conn):
-        if counts["messages"] > SECURE_DELETE_MAX or \
-                counts["messages"] * SECURE_DELETE_SHARE > _messages_upper_bound(conn):
+        if counts["messages"] * SECURE_DELETE_SHARE > _messages_upper_bound(conn):
             _merge_instead(conn)
         _delete_vectors(conn, target)
         _delete_kept_lines(conn, target)
@@ -139,9 +137,8 @@ def _messages_upper_bound(conn):
 
 def _merge_instead(conn):
     """This transaction's FTS deletes are plain (a marker each), and ``scrub_file`` merges the whole index
-    (``optimize``) then turns FTS5's secure-delete on again: cheaper than secure-delete (5-160 ms a
-    message, growing with the index) above ``SECURE_DELETE_MAX`` messages or 1/``SECURE_DELETE_SHARE``
-    of the journal. The
+    (``optimize``) then turns FTS5's secure-delete on again: cheaper than secure-delete (29-160 ms a
+    message, growing with the index) above 1/``SECURE_DELETE_SHARE`` of the journal. The
     option is switched in its own transaction (FTS5 applies it when the transaction's deletes are
     flushed, at commit), and a crash before the merge leaves ``FTS_MERGE`` for the next ``scrub_file``."""
     _fts_secure_delete(conn, False)
