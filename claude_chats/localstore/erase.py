@@ -10,7 +10,11 @@ Both erase in place: every writing connection runs with ``PRAGMA secure_delete``
 (``db.connect``: a deleted cell, a freed page is zeroed) and the FTS index with
 FTS5's ``secure-delete`` option (migration 0006: a deleted document's entries
 leave the index segments themselves), so the deletes leave no byte of what they
-removed; then ``scrub_file`` checkpoints the WAL away (no old frame keeps it).
+removed. A purge of more than 1/``SECURE_DELETE_SHARE`` of the journal deletes
+from FTS plainly instead and ``scrub_file`` merges the index (``optimize``), which
+then costs less. ``scrub_file`` ends by checkpointing the WAL away (no old frame
+keeps it). The purged files' cursors keep their tail (the 64 bytes before the
+cursor) as its checksum only.
 A journal written before migration 0006 (by connections without
 ``secure_delete``: free pages and cells may hold old copies) is rewritten once
 instead, by its first ``scrub_file`` (FTS merged, ``VACUUM``), as every purge
