@@ -70,18 +70,13 @@ def line(kind, session, uid, parent, ts, cwd, text):
     return json.dumps(obj) + "\n"
 
 
-def build(home, n):
-    """Transcripts of ``n`` messages under ``home``/claude/projects, imported with ``chats import``."""
-    journal = os.path.join(home, "journal.db")
-    if os.path.exists(os.path.join(home, "built")):
-        return journal
-    shutil.rmtree(home, ignore_errors=True)
-    rng = random.Random(n)
+def write_transcripts(projects, n, seed=None):
+    """``n`` messages of transcripts under ``projects``: ``PER_SESSION`` a session, ``PROJECTS`` projects,
+    a year of timestamps (``seed``: the random generator's, ``n`` by default)."""
+    rng = random.Random(n if seed is None else seed)
     words = vocabulary(rng)
-    projects = os.path.join(home, "claude", "projects")
     start = datetime(2025, 12, 1, tzinfo=timezone.utc)
     step = timedelta(days=365) / n
-    began = time.perf_counter()
     for s in range((n + PER_SESSION - 1) // PER_SESSION):
         project = f"-home-dev-project{s % PROJECTS}"
         os.makedirs(os.path.join(projects, project), exist_ok=True)
@@ -93,6 +88,17 @@ def build(home, n):
                 fh.write(line("user" if i % 2 == 0 else "assistant", session, uid, parent, ts,
                               "/home/dev/" + project, text_of(rng, words, i)))
                 parent = uid
+
+
+def build(home, n):
+    """Transcripts of ``n`` messages under ``home``/claude/projects, imported with ``chats import``."""
+    journal = os.path.join(home, "journal.db")
+    if os.path.exists(os.path.join(home, "built")):
+        return journal
+    shutil.rmtree(home, ignore_errors=True)
+    projects = os.path.join(home, "claude", "projects")
+    began = time.perf_counter()
+    write_transcripts(projects, n)
     print(f"  wrote {n:,} messages of transcripts in {time.perf_counter() - began:.0f} s", flush=True)
     began = time.perf_counter()
     out = subprocess.run([chats(), "import", projects, "--json"], env=env_for(home, ROOT), capture_output=True,

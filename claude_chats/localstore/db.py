@@ -32,6 +32,7 @@ def connect(path, readonly=False):
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.execute("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL")
         if not readonly:
+            conn.execute("PRAGMA secure_delete = ON")   # what a writer frees is zeroed: see erase.scrub_file
             migrate(conn)
     except apsw.Error as exc:
         from ..errors import JournalError  # here: errors is off the hook's path

@@ -6,10 +6,20 @@ subagents, or a project folder and everything below it) covers: the messages
 their sqlite-vec vectors, the transcript lines kept for restore, the sessions, the
 pending summaries of their files.
 ``redact_stored(conn, clean)`` rewrites the stored text through ``clean``.
-Both end with ``scrub_file``: the FTS index merged (no old segment keeps the
-words), ``VACUUM`` with ``secure_delete``, the WAL checkpointed away, so the
-text is left in no free page and no WAL frame. The transcript cursors stay, so
-purged lines are not imported again from Claude Code's files.
+Both erase in place: every writing connection runs with ``PRAGMA secure_delete``
+(``db.connect``: a deleted cell, a freed page is zeroed) and the FTS index with
+FTS5's ``secure-delete`` option (migration 0006: a deleted document's entries
+leave the index segments themselves), so the deletes leave no byte of what they
+removed. A purge of more than 1/``SECURE_DELETE_SHARE`` of the journal deletes
+from FTS plainly instead and ``scrub_file`` merges the index (``optimize``), which
+then costs less. ``scrub_file`` ends by checkpointing the WAL away (no old frame
+keeps it). The purged files' cursors keep their tail (the 64 bytes before the
+cursor) as its checksum only.
+A journal written before migration 0006 (by connections without
+``secure_delete``: free pages and cells may hold old copies) is rewritten once
+instead, by its first ``scrub_file`` (FTS merged, ``VACUUM``), as every purge
+did before. The transcript cursors stay, so purged lines are not imported again
+from Claude Code's files.
 """
 
 import os
@@ -20,11 +30,17 @@ import apsw
 
 from .. import rawlines, times
 from ..errors import ConfigError
-from . import vectors
-from .db import Immediate
+from . import vectors, writer
+from .db import Immediate, get_state, set_state
 
 KINDS = ("session", "project")
 CHECKPOINT_TRIES = 20
+ERASED_IN_PLACE = "erased_in_place"   # state key: every byte freed since was zeroed (migration 0006)
+FTS_MERGE = "fts_merge_pending"       # state key: FTS deletes made without secure-delete, to merge away
+SECURE_DELETE_SHARE = 450   # FTS5 secure-delete for at most 1/450 of the journal's messages, else plain
+#   deletes and a merge. Measured (scripts/bench_purge.py, a 2,000-message session, load 7-9): secure-delete
+#   costs ~29 ms a message at 100k and ~160 ms at 1M (more, bigger segments); `optimize` rewrites the whole
+#   index, 0.064 ms a message of the journal at 100k, 0.38 ms at 1M: they cost alike at 1/450 of it
 
 
 @dataclass(frozen=True)
@@ -101,8 +117,11 @@ def purge_local(conn, target, scrub_after=True):
         return counts
     conn.execute("PRAGMA secure_delete = ON")
     with Immediate(conn):
+        if counts["messages"] * SECURE_DELETE_SHARE > _messages_upper_bound(conn):
+            _merge_instead(conn)
         _delete_vectors(conn, target)
         _delete_kept_lines(conn, target)
+        _forget_tails(conn, target)
         # summaries waiting for their leaf in the purged messages' files: the leaf will never come
         sql, args = _local_sql(target, "DISTINCT m.file_id")
         conn.execute(f"DELETE FROM pending_summaries WHERE file_id IN ({sql})", args)
@@ -117,6 +136,24 @@ def purge_local(conn, target, scrub_after=True):
     return counts
 
 
+def _messages_upper_bound(conn):
+    return conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchall()[0][0]
+
+
+def _merge_instead(conn):
+    """This transaction's FTS deletes are plain (a marker each), and ``scrub_file`` merges the whole index
+    (``optimize``) then turns FTS5's secure-delete on again: cheaper than secure-delete (29-160 ms a
+    message, growing with the index) above 1/``SECURE_DELETE_SHARE`` of the journal. The
+    option is switched in its own transaction (FTS5 applies it when the transaction's deletes are
+    flushed, at commit), and a crash before the merge leaves ``FTS_MERGE`` for the next ``scrub_file``."""
+    _fts_secure_delete(conn, False)
+    set_state(conn, FTS_MERGE, times.now_iso())
+
+
+def _fts_secure_delete(conn, on):
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', ?)", (int(on),))
+
+
 def _delete_kept_lines(conn, target):
     """The transcript lines kept for restore of the sessions ``target`` covers (up to its time)."""
     where, args = target.session_filter("s.id", "s.parent_session_id", "s.project_path")
@@ -125,6 +162,15 @@ def _delete_kept_lines(conn, target):
         sql += " AND coalesce(julianday(created_at) <= julianday(?), 1)"
         args.append(target.before)
     conn.execute(sql, args)
+
+
+def _forget_tails(conn, target):
+    """The purged messages' transcripts keep their cursor, and the bytes before it (``tail``: how a file
+    rewritten in place is recognised) as their checksum only: they end the last line read, text of it."""
+    sql, args = _local_sql(target, "DISTINCT m.file_id")
+    rows = conn.execute(f"SELECT id, tail FROM transcripts WHERE id IN ({sql}) AND tail IS NOT NULL", args).fetchall()
+    conn.executemany("UPDATE transcripts SET tail = ? WHERE id = ?",
+                     [(writer.tail_checksum(tail), fid) for fid, tail in rows if not tail.startswith(writer.CHECKSUM)])
 
 
 def _empty_sessions(conn, target):
@@ -147,10 +193,19 @@ def _delete_vectors(conn, target):
 
 
 def scrub_file(conn):
-    """Leave no trace of deleted rows in the file: merge FTS, VACUUM, checkpoint the WAL away."""
+    """Leave no trace of deleted rows in the file: the WAL checkpointed away (the deletes zeroed what
+    they removed, see the module's docstring); a journal not yet erased in place (``ERASED_IN_PLACE``)
+    is first rewritten whole, once (FTS merged, ``VACUUM``). True when the WAL was truncated."""
     conn.execute("PRAGMA secure_delete = ON")
-    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
-    conn.execute("VACUUM")
+    if get_state(conn, FTS_MERGE) is not None:
+        with Immediate(conn):
+            conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+            _fts_secure_delete(conn, True)
+            conn.execute("DELETE FROM state WHERE key = ?", (FTS_MERGE,))
+    if get_state(conn, ERASED_IN_PLACE) is None:
+        conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+        conn.execute("VACUUM")
+        set_state(conn, ERASED_IN_PLACE, f"whole file rewritten {times.now_iso()}")
     for _ in range(CHECKPOINT_TRIES):
         busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
         if not busy:

@@ -37,7 +37,7 @@ class Journal:
         """Ingest each transcript file from its cursor; errors are counted, not raised.
         ``redact``: text -> text applied to what is stored (the ``journal_redact`` setting);
         ``exclude``: a ``capture.ProjectFilter`` (the ``exclude_projects`` setting)."""
-        stats = writer.IngestStats(redact=redact, exclude=exclude)
+        stats = writer.IngestStats(redact=redact, exclude=exclude, pack=rawlines.pack)   # not the hook: zlib here
         machine = writer.machine_name()
         for path in files:
             try:

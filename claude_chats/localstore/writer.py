@@ -32,16 +32,19 @@ class IngestStats:
     transaction). ``machine_made``: every session stored is flagged machine-made, whatever its
     ``entrypoint`` (the hook under ``CLAUDE_CHATS_MACHINE_MADE=1``). ``exclude``: a
     ``capture.ProjectFilter`` of the ``exclude_projects`` setting (None: no project is excluded).
+    ``pack``: bytes -> bytes compressing each kept line as it is stored (``chats import``:
+    ``rawlines.pack``); None: stored as read, for ``chats sync`` to compress (the hook: no zlib).
     """
 
     __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors", "commits",
-                 "redact", "resolve_redact", "before_commit", "machine_made", "exclude")
+                 "redact", "resolve_redact", "before_commit", "machine_made", "exclude", "pack")
 
-    def __init__(self, redact=None, resolve_redact=None, before_commit=None, machine_made=False, exclude=None):
+    def __init__(self, redact=None, resolve_redact=None, before_commit=None, machine_made=False, exclude=None,
+                 pack=None):
         self.files = self.bytes = self.messages = self.duplicates = self.commits = 0
         self.skipped, self.sessions, self.errors = {}, set(), []
         self.redact, self.resolve_redact, self.before_commit = redact, resolve_redact, before_commit
-        self.machine_made, self.exclude = machine_made, exclude
+        self.machine_made, self.exclude, self.pack = machine_made, exclude, pack
 
     def redactor(self):
         if self.resolve_redact is not None:
@@ -119,7 +122,11 @@ def _tail(fh, offset, checksum=False):
     start = max(0, offset - TAIL_BYTES)
     fh.seek(start)
     tail = fh.read(offset - start)
-    return CHECKSUM + b"%016x" % rawlines.checksum(tail) if checksum else tail
+    return tail_checksum(tail) if checksum else tail
+
+
+def tail_checksum(tail):
+    return CHECKSUM + b"%016x" % rawlines.checksum(tail)
 
 
 def _ingest_chunk(conn, path, fh, stats, machine, chunk_bytes):
@@ -289,7 +296,7 @@ def _store(conn, result, file_id, stats, machine):
     if result.titles:
         _apply_titles(conn, result.titles, file_id, machine, clean)
     if result.raw:
-        _keep_lines(conn, result.raw, clean)
+        _keep_lines(conn, result.raw, clean, stats.pack)
     _resolve_summaries(conn, file_id)
 
 
@@ -360,14 +367,20 @@ VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session_id = 
 """
 
 
-def _keep_lines(conn, lines, clean):
+def _keep_lines(conn, lines, clean, pack=None):
     """The lines ``chats restore`` writes back, as read (``chats sync`` compresses them: see
-    ``rawlines``), redacted inside their JSON strings when ``clean`` is given (the journal_redact
-    setting); links as they are. A line stored already is ignored (its session and key are its identity)."""
-    conn.executemany(_KEEP_LINE, [
-        (session, session, key, parent, None if raw is None else rawlines.redact_line(raw, clean) if clean else raw,
-         int(raw is None), stamp)
-        for session, key, parent, raw, stamp in lines])
+    ``rawlines``) or compressed by ``pack``, redacted inside their JSON strings when ``clean`` is given
+    (the journal_redact setting); links as they are. A line stored already is ignored (its session and
+    key are its identity)."""
+    rows = []
+    for session, key, parent, raw, stamp in lines:
+        if raw is not None and clean:
+            raw = rawlines.redact_line(raw, clean)
+        if raw is not None and pack is not None:
+            rows.append((session, session, key, parent, pack(raw), 1, stamp))
+        else:
+            rows.append((session, session, key, parent, raw, int(raw is None), stamp))
+    conn.executemany(_KEEP_LINE, rows)
 
 
 def copy_key(uuid, session_id):
