@@ -1,12 +1,12 @@
 """Issue 22: ``chats purge`` erases in place, without rewriting the whole journal, and leaves no byte.
 
 Every writing connection runs with ``PRAGMA secure_delete`` and the FTS index with FTS5's
-``secure-delete`` option (migration 0006), so a purge deletes in place: a session that is a small
+``secure-delete`` option (migration 0007), so a purge deletes in place: a session that is a small
 share of the journal through FTS5's secure-delete, a large share with plain deletes and one merge of
 the index (``optimize``). Either way the journal is not vacuumed (its free pages stay, for the next
 writes), and no mark of the purged session is left in journal.db, its WAL or shared memory: its text,
 its FTS entries, its kept lines (compressed by ``chats import``), its sqlite-vec vectors, the 64
-bytes of its transcript's tail kept with the cursor. A journal written before migration 0006 is rewritten once, by its first
+bytes of its transcript's tail kept with the cursor. A journal written before migration 0007 is rewritten once, by its first
 purge. Everything through ``chats`` as a process.
 """
 
@@ -125,13 +125,13 @@ def test_a_purge_erases_in_place_and_leaves_no_byte_of_the_session(sessions, per
     assert json.loads(chats("restore", f"sess-{kept}", "--dry-run", "--json"))
 
 
-def test_a_journal_from_before_migration_0006_is_rewritten_once_then_erased_in_place():
+def test_a_journal_from_before_migration_0007_is_rewritten_once_then_erased_in_place():
     record(8, 10)
     journal = paths.journal_path()
-    conn = apsw.Connection(journal)   # back to what version 5 of the schema left: no option, no state
+    conn = apsw.Connection(journal)   # back to what version 6 of the schema left: no option, no state
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', 0); "
                  "DELETE FROM state WHERE key = 'erased_in_place'; "
-                 "DELETE FROM migrations WHERE name LIKE '0006%'; PRAGMA user_version = 5")
+                 "DELETE FROM migrations WHERE name LIKE '0007%'; PRAGMA user_version = 6")
     conn.close()
     chats("import")   # a command that writes migrates the journal
     free, config, state = journal_facts()

@@ -8,14 +8,14 @@ pending summaries of their files.
 ``redact_stored(conn, clean)`` rewrites the stored text through ``clean``.
 Both erase in place: every writing connection runs with ``PRAGMA secure_delete``
 (``db.connect``: a deleted cell, a freed page is zeroed) and the FTS index with
-FTS5's ``secure-delete`` option (migration 0006: a deleted document's entries
+FTS5's ``secure-delete`` option (migration 0007: a deleted document's entries
 leave the index segments themselves), so the deletes leave no byte of what they
 removed. A purge of more than 1/``SECURE_DELETE_SHARE`` of the journal deletes
 from FTS plainly instead and ``scrub_file`` merges the index (``optimize``), which
 then costs less. ``scrub_file`` ends by checkpointing the WAL away (no old frame
 keeps it). The purged files' cursors keep their tail (the 64 bytes before the
 cursor) as its checksum only.
-A journal written before migration 0006 (by connections without
+A journal written before migration 0007 (by connections without
 ``secure_delete``: free pages and cells may hold old copies) is rewritten once
 instead, by its first ``scrub_file`` (FTS merged, ``VACUUM``), as every purge
 did before. The transcript cursors stay, so purged lines are not imported again
@@ -35,7 +35,7 @@ from .db import Immediate, get_state, set_state
 
 KINDS = ("session", "project")
 CHECKPOINT_TRIES = 20
-ERASED_IN_PLACE = "erased_in_place"   # state key: every byte freed since was zeroed (migration 0006)
+ERASED_IN_PLACE = "erased_in_place"   # state key: every byte freed since was zeroed (migration 0007)
 FTS_MERGE = "fts_merge_pending"       # state key: FTS deletes made without secure-delete, to merge away
 SECURE_DELETE_SHARE = 450   # FTS5 secure-delete for at most 1/450 of the journal's messages, else plain
 #   deletes and a merge. Measured (scripts/bench_purge.py, a 2,000-message session, load 7-9): secure-delete

@@ -9,5 +9,5 @@ INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', 1);
 -- A journal still empty has nothing that a connection without secure_delete left behind: it is clean
 -- already. Any other is rewritten once, by the first purge after this migration (erase.scrub_file).
 INSERT OR REPLACE INTO state (key, value)
-    SELECT 'erased_in_place', 'since migration 0006'
+    SELECT 'erased_in_place', 'since migration 0007'
     WHERE NOT EXISTS (SELECT 1 FROM messages) AND NOT EXISTS (SELECT 1 FROM raw_lines);
