@@ -32,6 +32,7 @@ from ..search.core import (
     MATCH_ROWS,
     NEIGHBOUR_SPAN,
     NEIGHBOUR_WEIGHT,
+    SCORED_MATCHES,
     Candidate,
     any_words,
     fuse,
@@ -54,9 +55,9 @@ class LocalSearch:
 
     source = "local"
 
-    def __init__(self, journal, match_rows=MATCH_ROWS):
+    def __init__(self, journal, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES):
         self.journal, self.conn = journal, journal.conn
-        self.match_rows = match_rows
+        self.match_rows, self.scored_matches = match_rows, scored_matches
         self._vec_loaded = False
         self._vec_tables = {}
         self._readers = {}
@@ -146,29 +147,46 @@ class LocalSearch:
             counts = [self.conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
                                         (fts.quote(w),)).fetchall()[0][0] for w in words]
             if sum(counts) > self.match_rows:
-                total = self.conn.execute("SELECT count(*) FROM messages").fetchall()[0][0]
+                total = counts.messages(self.conn)[0]
                 words, match = selective(words, counts, total, self.match_rows)
                 joiner = " OR " if match == "any" else " AND "
         return joiner.join(fts.quote(w) for w in words) or None
 
     def _ranked(self, match, filters, limit):
-        """(id, session, seq, bm25 score) of the best ``limit`` matches that pass ``filters``.
+        """(id, session, seq, bm25 score) of the best ``limit`` matches that pass ``filters``, among the
+        newest ``scored_matches`` that pass them (messages' ids follow the order they were recorded).
 
         FTS5 orders by its rank (bm25) fastest on its own; the filters then apply to
-        an oversampled top, and to every match when too few survive.
+        an oversampled top, and to every scored match when too few survive.
         """
         where, args = _filters(filters)
+        floor = self._floor(match, where, args, _only_kinds(filters) and not filters.session_id)
         top = limit * (4 if _only_kinds(filters) and not filters.session_id else 64)
-        rows = self._fulltext(match, where, args, top, limit)
+        rows = self._fulltext(match, where, args, top, limit, floor)
         if len(rows) < limit:
-            rows = self._fulltext(match, where, args, -1, limit)
+            rows = self._fulltext(match, where, args, -1, limit, floor)
         return [(i, session, seq, -rank) for i, session, seq, rank in rows]
 
-    def _fulltext(self, match, where, args, top, limit):
+    def _floor(self, match, where, args, unfiltered):
+        """The lowest message id full text ranks: that of the ``scored_matches``-th newest match passing
+        the filters, but never more than 8 x ``scored_matches`` matches back (a narrow filter of a common
+        word); 0 when the query has fewer matches."""
+        newest = self.conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC "
+                                   "LIMIT 1 OFFSET ?", (match, self.scored_matches * (1 if unfiltered else 8) - 1)
+                                   ).fetchall()
+        if unfiltered or not newest:
+            return newest[0][0] if newest else 0
+        sql = (f"SELECT f.rowid FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s "
+               f"ON s.id = m.session_id WHERE messages_fts MATCH ? AND f.rowid >= ? AND {where} "
+               f"ORDER BY f.rowid DESC LIMIT 1 OFFSET ?")
+        filtered = self.conn.execute(sql, (match, newest[0][0], *args, self.scored_matches - 1)).fetchall()
+        return filtered[0][0] if filtered else newest[0][0]
+
+    def _fulltext(self, match, where, args, top, limit, floor=0):
         sql = (f"SELECT m.id, m.session_id, m.seq, f.rank FROM (SELECT rowid, rank FROM messages_fts "
-               f"WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN messages m ON m.id = f.rowid "
+               f"WHERE messages_fts MATCH ? AND rowid >= ? ORDER BY rank LIMIT ?) f JOIN messages m ON m.id = f.rowid "
                f"JOIN sessions s ON s.id = m.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
-        return self.conn.execute(sql, (match, top, *args, limit)).fetchall()
+        return self.conn.execute(sql, (match, floor, top, *args, limit)).fetchall()
 
     def _around(self, matched, filters):
         """{(session, seq): message id} of the messages within ``NEIGHBOUR_SPAN`` of a match that pass

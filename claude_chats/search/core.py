@@ -40,6 +40,9 @@ ROLES = ("user", "assistant", "system")
 LEG_WEIGHTS = {"fulltext": 1.0, "semantic": 0.5}   # weighted RRF: the vector leg counts half
 NEIGHBOUR_SPAN = 2        # messages either side whose full-text score a message borrows
 NEIGHBOUR_WEIGHT = 0.35   # ... at this fraction (0: none)
+# Full text ranks at most this many matches of a query, the newest (both stores): a common word matches
+# a large part of a year of history, and ranking every match (bm25, ts_rank) took seconds to a minute
+SCORED_MATCHES = 2000
 FULLTEXT_POOL = 5         # x a leg's candidates: the top full-text matches that lend to their neighbours
 MATCHES = ("all", "any")
 # Which sessions: a person's (the default), machine-made ones (started by scripts and SDK runs:

@@ -245,3 +245,30 @@ def test_embedding_failure_mid_search_degrades_hybrid(synced_journal):
     assert result["modes_run"] == ["fulltext"] and any("model failed" in n for n in result["notes"])
     with pytest.raises(SearchError, match="model failed"):
         searcher.search("docker port", mode="semantic")
+
+
+def test_full_text_ranks_the_newest_matches_of_a_common_word(tmp_path):
+    """A word in every message: bm25 is computed for the newest ``scored_matches`` matches only (at a
+    year of history ranking every match of a common word took a minute), with and without filters."""
+    from claude_chats.localstore.journal import Journal
+    from tests.support.stand_ins import chats as run_chats
+    from tests.support.stand_ins import turns, write
+
+    texts = ["zephyr zephyr zephyr zephyr"] + [f"a zephyr note number {n} about other things" for n in range(119)]
+    write(tmp_path / "p" / "sess-common-1.jsonl", turns(texts[:60], "sess-common-1", cwd="/work/common"))
+    write(tmp_path / "p" / "sess-common-2.jsonl", turns(texts[60:], "sess-common-2", cwd="/work/other"))
+    run_chats("import", str(tmp_path / "p"))
+    with Journal.open() as journal:
+        ids = [i for (i,) in journal.conn.execute("SELECT id FROM messages ORDER BY id")]
+        uuids = dict(journal.conn.execute("SELECT uuid, id FROM messages").fetchall())
+        for scored, oldest_found in ((2000, True), (50, False)):
+            searcher = Searcher(LocalSearch(journal, scored_matches=scored), None, None)
+            hits = searcher.search("zephyr", mode="fulltext", limit=10, per_session=0, context=0)["hits"]
+            found = {uuids[h["uuid"]] for h in hits}
+            assert (ids[0] in found) is oldest_found, (scored, hits[:2])   # the best match, and the oldest
+            if not oldest_found:
+                assert found <= set(ids[-50:])                            # every hit among the newest 50
+            # a project whose matches are all older than the newest 50: reached, within 8 x 50 matches
+            project = searcher.search("zephyr", mode="fulltext", limit=10, per_session=0, context=0,
+                                      project_path="/work/common")["hits"]
+            assert len(project) == 10 and all(h["session_id"] == "sess-common-1" for h in project)
