@@ -404,9 +404,9 @@ def fig_hook(ctx, envs):
         if first["rc"] != 0:
             raise SystemExit(f"the {label} hook exited {first['rc']}: {first['err'][-400:]}")
         ctx.purpose[label] = purposes[label].session
-    for _ in range(ctx.hook_runs):
+    for round_ in range(ctx.hook_runs):
         floor.append(run([sys.executable, "-c", "import apsw"], envs["this"])["wall"])
-        for label, env in envs.items():
+        for label, env in list(envs.items())[::1 if round_ % 2 else -1]:     # each code first every other round
             purposes[label].append_turn()
             hook[label].append(run([HOOK], env, purposes[label].payload()))
     out = {}
