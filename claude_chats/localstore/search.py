@@ -144,11 +144,14 @@ class LocalSearch:
         """``fts_match(text, "any")``, over the words ``search.selective`` keeps at this store's size."""
         words, joiner = any_words(text), " OR "
         if len(words) > 1:
-            counts = [self.conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
-                                        (fts.quote(w),)).fetchall()[0][0] for w in words]
-            if sum(counts) > self.match_rows:
+            # counted up to what ``selective`` looks at (it caps them there): a common word's every
+            # match counted took ~0.1 s at a million messages
+            matches = [self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts "
+                                         "MATCH ? LIMIT ?)", (fts.quote(w), self.match_rows + 1)).fetchall()[0][0]
+                       for w in words]
+            if sum(matches) > self.match_rows:
                 total = counts.messages(self.conn)[0]
-                words, match = selective(words, counts, total, self.match_rows)
+                words, match = selective(words, matches, total, self.match_rows)
                 joiner = " OR " if match == "any" else " AND "
         return joiner.join(fts.quote(w) for w in words) or None
 
