@@ -128,6 +128,13 @@ semantic AS (
     ORDER BY rank LIMIT %(candidates)s
 )"""
 
+# (whether the space is tallied, messages with its vectors, messages it embeds) from sql/0007_tallies.sql
+_TALLIES = """
+SELECT EXISTS (SELECT FROM vector_tally WHERE space_id = %(space)s),
+       (SELECT coalesce(sum(delta), 0) FROM vector_tally WHERE space_id = %(space)s),
+       (SELECT coalesce(sum(delta), 0) FROM message_tally WHERE NOT is_copy AND kind <> ALL(%(skipped)s))"""
+_COUNT_MESSAGES = "SELECT count(*) FROM messages WHERE NOT is_copy AND kind <> ALL(%(skipped)s)"
+
 _NO_FULLTEXT = "fulltext AS (SELECT NULL::uuid AS id, NULL::text AS session_id, NULL::float8 AS score, " \
                "NULL::bigint AS rank WHERE false)"
 _NO_SEMANTIC = "semantic AS (SELECT NULL::uuid AS id, NULL::text AS session_id, NULL::float8 AS score, " \
@@ -175,7 +182,7 @@ class PgSearch:
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
         self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
         self._stats, self._stats_at = None, float("-inf")
-        self._coverage = {}
+        self._coverage, self._tallied = {}, None
 
     def close(self):
         self.conn.close()
@@ -295,11 +302,22 @@ class PgSearch:
         ``skipped``), kept ``STATS_TTL`` seconds."""
         cached = self._coverage.get((space_id, skipped))
         if cached is None or time.monotonic() - cached[0] >= STATS_TTL:
-            embedded = self._rows(f"SELECT count(DISTINCT message_id) FROM {store.vector_table(space_id)}")[0][0]
-            total = self._rows("SELECT count(*) FROM messages WHERE NOT is_copy AND kind <> ALL(%(skipped)s)",
-                               {"skipped": list(skipped)})[0][0]
-            cached = self._coverage[(space_id, skipped)] = (time.monotonic(), (embedded, total))
+            params = {"space": space_id, "skipped": list(skipped)}
+            tallied = self._tallies(params)
+            if tallied[0]:   # sql/0007_tallies.sql: what the triggers counted
+                embedded, total = tallied[1:]
+            else:            # a database not migrated yet, or a space its triggers do not count
+                embedded = self._rows(f"SELECT count(DISTINCT message_id) FROM {store.vector_table(space_id)}")[0][0]
+                total = self._rows(_COUNT_MESSAGES, params)[0][0]
+            cached = self._coverage[(space_id, skipped)] = (time.monotonic(), (int(embedded), int(total)))
         return cached[1]
+
+    def _tallies(self, params):
+        """_TALLIES' row, or (False, 0, 0) where there are none this role may read."""
+        if self._tallied is None:
+            self._tallied = bool(self._rows("SELECT has_table_privilege(to_regclass('vector_tally'), 'SELECT') "
+                                       "AND has_table_privilege(to_regclass('message_tally'), 'SELECT')")[0][0])
+        return self._rows(_TALLIES, params)[0] if self._tallied else (False, 0, 0)
 
     def _semantic_cte(self, plan, where, params):
         dimensions = len(plan.vector)
