@@ -62,6 +62,8 @@ def main():
     parser.add_argument("--baseline", default="d9302fe")
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--refill", action="store_true", help="push again even if the database is there")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with a fill that was stopped (its push figures then cover the rest only)")
     parser.add_argument("--baseline-push-limit", type=int, default=0, help="messages the baseline pushes (0: N)")
     parser.add_argument("--baseline-index", action="store_true", help="also build the baseline's HNSW index")
     parser.add_argument("--skip-baseline", action="store_true")
@@ -105,8 +107,8 @@ def main():
             name = f"scale_{label}_{args.messages}"
             db = database(url, name, fresh=False)
             record = data / f"{name}.json"
-            if args.only != "search" and (args.refill or not record.exists()):
-                db = database(url, name, fresh=True)
+            if args.only != "search" and (args.refill or args.resume or not record.exists()):
+                db = database(url, name, fresh=not args.resume)
                 limit = args.baseline_push_limit if label == "baseline" else 0
                 index = label == "this" or args.baseline_index
                 record.write_text(json.dumps(child("fill", code, db, args, limit=limit, index=index)))
@@ -126,7 +128,8 @@ def child(kind, code, url, args, limit=0, index=False, label="this"):
     command = [sys.executable, __file__, "--child", kind, "--code", code, "--url", url,
                "--messages", str(args.messages), "--source", args.source, "--vectors", args.vectors,
                "--query-vectors", args.query_vectors, "--queries", str(args.queries), "--data", args.data,
-               "--limit", str(limit), "--label", label] + (["--index"] if index else [])
+               "--limit", str(limit), "--label", label] + (["--index"] if index else []) \
+        + (["--resume"] if args.resume else [])
     env = {**os.environ, "PYTHONPATH": code, "CLAUDE_CHATS_HOME": str(pathlib.Path(args.data) / "home")}
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:
@@ -145,7 +148,7 @@ def start_postgres(folder, shared_buffers):
         current = conn.execute("SHOW shared_buffers").fetchone()[0]
         if current.replace(" ", "").lower() != shared_buffers.lower():
             conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
-            conn.execute("ALTER SYSTEM SET max_wal_size = '4GB'")
+            conn.execute("ALTER SYSTEM SET max_wal_size = '2GB'")
             restart = True
         else:
             restart = False
@@ -306,7 +309,10 @@ def FILL(args):
 
         cpu0, server0, started = time.process_time(), server_cpu(args.url), time.perf_counter()
         with Pusher(store, WORKERS) as pusher:
-            after, index = 0, 0
+            after = index = 0
+            if args.resume:   # the journal's ids are 1..N in order; a few batches back, in case
+                index = after = max(0, store.conn.execute("SELECT count(*) FROM messages").fetchone()[0] - 4 * BATCH)
+                out["resumed_at"] = index
             while index < n:
                 rows = source_rows(journal, after, min(BATCH, n - index))
                 if not rows:
@@ -360,6 +366,9 @@ def SEARCH(args):
     from claude_chats.search.core import Filters, Plan
     from claude_chats.search.searcher import Searcher
 
+    from claude_chats.pgstore.store import PgStore
+
+    PgStore.open(args.url).close()   # as `chats sync` would: this code's migrations applied
     journal = apsw.Connection(args.source, flags=apsw.SQLITE_OPEN_READONLY)
     texts = query_texts(journal, args.queries)
     qv = np.load(args.query_vectors).astype(np.float32)

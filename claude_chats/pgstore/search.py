@@ -54,6 +54,7 @@ from . import url as dburl
 STATEMENT_TIMEOUT_MS = 10_000
 SPACES_TTL = 30          # seconds
 STATS_TTL = 300          # seconds: the message count and mean length, for bm25
+SCORED_MATCHES = 2000    # full text ranks at most this many matches of a query, the newest (see _MATCHED)
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
@@ -82,14 +83,20 @@ _BM25_TERM = "%(idf{i})s * {tf} * %(k1_1)s / ({tf} + %(k1_b)s + %(k1_b_avg)s * m
 # pushed by an earlier version has none, and its lexeme count stands in)
 _LENGTH = "coalesce(m.content_words, length(m.content_tsv))"
 
-# v: the tsvector read (and decompressed) once per message, not once per term
+# v: the tsvector read (and decompressed) once per message, not once per term. Scored: the matches,
+# at most SCORED_MATCHES of them, the newest: reading a message's tsvector out of TOAST is most of a
+# full-text search's cost (~40 us each at a million messages), and a query of common words matches
+# a large part of the store (scored whole, it ran into the statement timeout). The ids are chosen
+# first (the GIN index and the messages' rows, not their tsvectors), then read once each.
 _MATCHED = """
 matched AS (
     SELECT m.id, m.session_id, m.conversation_id, m.sequence_num, ({score})::float8 AS score
     FROM (SELECT m.id, c.session_id, m.conversation_id, m.sequence_num, m.content_tsv || ''::tsvector AS v,
                  """ + _LENGTH + """ AS length
-          FROM messages m JOIN conversations c ON c.id = m.conversation_id
-          WHERE m.content_tsv @@ {query} AND {where} OFFSET 0) m
+          FROM (SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                WHERE m.content_tsv @@ {query} AND {where}
+                ORDER BY m.created_at DESC NULLS LAST, m.id LIMIT %(scored)s) newest
+          JOIN messages m ON m.id = newest.id JOIN conversations c ON c.id = m.conversation_id OFFSET 0) m
     ORDER BY score DESC, m.id LIMIT %(pool)s
 ),"""
 
@@ -178,8 +185,9 @@ class PgSearch:
 
     source = "postgres"
 
-    def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS):
+    def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES):
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
+        self.scored_matches = scored_matches
         self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
         self._stats, self._stats_at = None, float("-inf")
         self._coverage, self._tallied = {}, None
@@ -256,7 +264,8 @@ class PgSearch:
             idf = max(math.log((max(total, count) - count + 0.5) / (count + 0.5)), 1e-6)
             params.update({f"q{i}": query, f"idf{i}": idf})
             score.append(_BM25_TERM.format(i=i, tf=_TF.format(i=i)))
-        params.update(k1_1=BM25_K1 + 1, k1_b=BM25_K1 * (1 - BM25_B), k1_b_avg=BM25_K1 * BM25_B / avgdl)
+        params.update(k1_1=BM25_K1 + 1, k1_b=BM25_K1 * (1 - BM25_B), k1_b_avg=BM25_K1 * BM25_B / avgdl,
+                      scored=self.scored_matches)
         if plan.match == "all":
             params["text"] = web_tsquery(plan.text)
             query = "to_tsquery('english', %(text)s)"
@@ -435,7 +444,8 @@ def _filters(filters):
 ORIGIN_SQL = {"human": "NOT c.machine_made", "machine": "c.machine_made"}
 
 
-def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=MATCH_ROWS):
+def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=MATCH_ROWS,
+                scored_matches=SCORED_MATCHES):
     """A ``PgSearch`` on a new connection; PostgresUnavailable when the store is unusable."""
     try:
         conn = pg.connect(url, allow_insecure_remote, connect_timeout)
@@ -458,7 +468,7 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=
     except BaseException:
         conn.close()
         raise
-    return PgSearch(conn, url, match_rows=match_rows)
+    return PgSearch(conn, url, match_rows=match_rows, scored_matches=scored_matches)
 
 
 def _try(conn, sql):
