@@ -87,7 +87,9 @@ _LENGTH = "coalesce(m.content_words, length(m.content_tsv))"
 # at most SCORED_MATCHES of them, the newest: reading a message's tsvector out of TOAST is most of a
 # full-text search's cost (~40 us each at a million messages), and a query of common words matches
 # a large part of the store (scored whole, it ran into the statement timeout). The ids are chosen
-# first (the GIN index and the messages' rows, not their tsvectors), then read once each.
+# first, then read once each: a rare word's matches through the GIN index (their rows sorted by date,
+# their tsvectors not read), a common word's by walking the messages_created index back from the
+# newest until enough match (the order of that index: so no tie-breaker; ties at the cut are rare).
 _MATCHED = """
 matched AS (
     SELECT m.id, m.session_id, m.conversation_id, m.sequence_num, ({score})::float8 AS score
@@ -95,7 +97,7 @@ matched AS (
                  """ + _LENGTH + """ AS length
           FROM (SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id
                 WHERE m.content_tsv @@ {query} AND {where}
-                ORDER BY m.created_at DESC NULLS LAST, m.id LIMIT %(scored)s) newest
+                ORDER BY m.created_at DESC LIMIT %(scored)s) newest
           JOIN messages m ON m.id = newest.id JOIN conversations c ON c.id = m.conversation_id OFFSET 0) m
     ORDER BY score DESC, m.id LIMIT %(pool)s
 ),"""
