@@ -213,7 +213,8 @@ def print_search(searched):
         for kind in KINDS:
             s = r["kinds"][kind]
             recall = f", vector-leg recall@10 {s['recall']:.3f}" if s.get("recall") is not None else ""
-            print(f"  {kind:9s} p50 {s['p50']:7.1f} ms  p95 {s['p95']:7.1f} ms{recall}")
+            failed = f", {s['failed']} of them failed ({s['why']})" if s.get("failed") else ""
+            print(f"  {kind:9s} p50 {s['p50']:7.1f} ms  p95 {s['p95']:7.1f} ms{recall}{failed}")
 
 
 def print_table(n, fills, searched):
@@ -232,7 +233,8 @@ def print_table(n, fills, searched):
     row("full-text index s", [f"{fills[x]['text_s']:.0f}" if fills.get(x) else "-" for x in labels])
     for kind in KINDS:
         row(f"{kind} p50 / p95 ms", [f"{searched[x]['kinds'][kind]['p50']:.0f} / {searched[x]['kinds'][kind]['p95']:.0f}"
-                                     for x in labels])
+                                     + (f" ({searched[x]['kinds'][kind]['failed']} failed)"
+                                        if searched[x]['kinds'][kind].get('failed') else "") for x in labels])
     for kind in ("semantic", "project", "date"):
         row(f"{kind} vector-leg recall@10", [f"{searched[x]['kinds'][kind]['recall']:.3f}" for x in labels])
     row("first search's counts ms", [f"{searched[x]['first_ms']:.0f}" for x in labels])
@@ -414,6 +416,7 @@ def SEARCH(args):
     out = {"kinds": {}, "first_ms": first_ms}
     for text in texts[:5]:   # warm Postgres' buffers and the searcher's caches
         searcher.search(text, mode="hybrid")
+    failures, failed = {}, {}
     for kind in KINDS:
         wall = []
         for i, text in enumerate(texts):
@@ -422,11 +425,17 @@ def SEARCH(args):
             else:
                 options = kinds.get(kind) or {"mode": "hybrid", **filters[kind](i)}
             t0 = time.perf_counter()
-            result = searcher.search(text, **options)
-            wall.append((time.perf_counter() - t0) * 1e3 - result["timings_ms"].get("embed", 0))
-            assert result["source"] == "postgres", result["notes"]
+            try:
+                result = searcher.search(text, **options)
+                assert result["source"] == "postgres", result["notes"]
+                wall.append((time.perf_counter() - t0) * 1e3 - result["timings_ms"].get("embed", 0))
+            except Exception as exc:  # noqa: BLE001 - a search Postgres could not answer (statement timeout)
+                failed.setdefault(kind, str(exc)[-120:])
+                failures[kind] = failures.get(kind, 0) + 1
+                wall.append((time.perf_counter() - t0) * 1e3)
         wall.sort()
-        out["kinds"][kind] = {"p50": statistics.median(wall), "p95": wall[int(0.95 * (len(wall) - 1))]}
+        out["kinds"][kind] = {"p50": statistics.median(wall), "p95": wall[int(0.95 * (len(wall) - 1))],
+                              "failed": failures.get(kind, 0), "why": failed.get(kind)}
     truth_path = pathlib.Path(args.data) / f"truth_{args.messages}.json"
     truth = json.loads(truth_path.read_text()) if truth_path.exists() else {}
     for kind in ("semantic", "project", "date"):
