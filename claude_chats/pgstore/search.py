@@ -86,24 +86,28 @@ _BM25_TERM = "%(idf{i})s * {tf} * %(k1_1)s / ({tf} + %(k1_b)s + %(k1_b_avg)s * m
 # pushed by an earlier version has none, and its lexeme count stands in)
 _LENGTH = "coalesce(m.content_words, length(m.content_tsv))"
 
-# v: the tsvector read (and decompressed) once per message, not once per term. Scored: the matches,
-# at most SCORED_MATCHES of them, the newest: reading a message's tsvector out of TOAST is most of a
-# full-text search's cost (~40 us each at a million messages), and a query of common words matches
-# a large part of the store (scored whole, it ran into the statement timeout). The ids are chosen
-# first, then read once each: a rare word's matches through the GIN index (their rows sorted by date,
-# their tsvectors not read), a common word's by walking the messages_created index back from the
-# newest until enough match (the order of that index: so no tie-breaker; ties at the cut are rare).
+# v: the tsvector read (and decompressed) once per message, not once per term
 _MATCHED = """
 matched AS (
     SELECT m.id, m.session_id, m.conversation_id, m.sequence_num, ({score})::float8 AS score
     FROM (SELECT m.id, c.session_id, m.conversation_id, m.sequence_num, m.content_tsv || ''::tsvector AS v,
                  """ + _LENGTH + """ AS length
-          FROM (SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id
-                WHERE m.content_tsv @@ {query} AND {where}
-                ORDER BY m.created_at DESC LIMIT %(scored)s) newest
-          JOIN messages m ON m.id = newest.id JOIN conversations c ON c.id = m.conversation_id OFFSET 0) m
+          FROM messages m JOIN conversations c ON c.id = m.conversation_id
+          WHERE m.content_tsv @@ {query} AND {where} OFFSET 0) m
     ORDER BY score DESC, m.id LIMIT %(pool)s
 ),"""
+# A query that may match more than SCORED_MATCHES messages (its words' counts say so) ranks the newest
+# of them only: reading a message's tsvector out of TOAST is most of a full-text search's cost (~40 us
+# each at a million messages), and a query of common words matches a large part of the store (ranked
+# whole, it ran into the statement timeout). The ids are chosen first, then read once each: a common
+# word's by walking the messages_created index back from the newest until enough match (that index's
+# order, so no tie-breaker: ties at the cut are rare), else through the GIN index.
+_MATCHED_NEWEST = _MATCHED.replace(
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id\n          WHERE m.content_tsv @@ {query} AND {where} OFFSET 0) m",
+    """FROM (SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                WHERE m.content_tsv @@ {query} AND {where}
+                ORDER BY m.created_at DESC LIMIT %(scored)s) newest
+          JOIN messages m ON m.id = newest.id JOIN conversations c ON c.id = m.conversation_id OFFSET 0) m""")
 
 # Scores are ordered as float4, then by place, as in the journal: sums differ in their last bits.
 _RANKED = """
@@ -277,12 +281,15 @@ class PgSearch:
         else:
             params["any"] = (" | " if match == "any" else " & ").join(f"({q})" for q, _ in terms)
             query = "%(any)s::tsquery"
+        counts = [count for _, count in terms]
+        most = min(counts) if "all" in (plan.match, match) else sum(counts)   # the matches there may be
+        matched = _MATCHED_NEWEST if most > self.scored_matches else _MATCHED
         if not plan.neighbours:
             params["pool"] = plan.candidates
-            return _MATCHED.format(score=" + ".join(score), query=query, where=where) + _RANKED.format(scored="matched")
+            return matched.format(score=" + ".join(score), query=query, where=where) + _RANKED.format(scored="matched")
         lenders, lender_params = _filters(replace(plan.filters, role=None, since=None, until=None))
         params.update(lender_params, pool=plan.candidates * FULLTEXT_POOL, lend=plan.neighbours, span=NEIGHBOUR_SPAN)
-        return (_MATCHED.format(score=" + ".join(score), query=query, where=lenders)
+        return (matched.format(score=" + ".join(score), query=query, where=lenders)
                 + _LENT.format(where=where) + _RANKED.format(scored="lent"))
 
     def _terms(self, plan):
