@@ -54,6 +54,10 @@ from . import url as dburl
 STATEMENT_TIMEOUT_MS = 10_000
 SPACES_TTL = 30          # seconds
 STATS_TTL = 300          # seconds: the message count and mean length, for bm25
+# HNSW candidates a vector search keeps (hnsw.ef_search): at 100k real-shaped vectors recall@10 of the
+# vector leg against exact was 0.83 at 100 and 0.91 at 400, at no measurable cost (bench_pg_scale.py)
+EF_SEARCH_MIN = 400
+SCORED_MATCHES = 2000    # full text ranks at most this many matches of a query, the newest (see _MATCHED)
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
@@ -92,6 +96,18 @@ matched AS (
           WHERE m.content_tsv @@ {query} AND {where} OFFSET 0) m
     ORDER BY score DESC, m.id LIMIT %(pool)s
 ),"""
+# A query that may match more than SCORED_MATCHES messages (its words' counts say so) ranks the newest
+# of them only: reading a message's tsvector out of TOAST is most of a full-text search's cost (~40 us
+# each at a million messages), and a query of common words matches a large part of the store (ranked
+# whole, it ran into the statement timeout). The ids are chosen first, then read once each: a common
+# word's by walking the messages_created index back from the newest until enough match (that index's
+# order, so no tie-breaker: ties at the cut are rare), else through the GIN index.
+_MATCHED_NEWEST = _MATCHED.replace(
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id\n          WHERE m.content_tsv @@ {query} AND {where} OFFSET 0) m",
+    """FROM (SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                WHERE m.content_tsv @@ {query} AND {where}
+                ORDER BY m.created_at DESC LIMIT %(scored)s) newest
+          JOIN messages m ON m.id = newest.id JOIN conversations c ON c.id = m.conversation_id OFFSET 0) m""")
 
 # Scores are ordered as float4, then by place, as in the journal: sums differ in their last bits.
 _RANKED = """
@@ -127,6 +143,13 @@ semantic AS (
     FROM (SELECT DISTINCT ON (message_id) * FROM nearest ORDER BY message_id, distance) best
     ORDER BY rank LIMIT %(candidates)s
 )"""
+
+# (whether the space is tallied, messages with its vectors, messages it embeds) from sql/0007_tallies.sql
+_TALLIES = """
+SELECT EXISTS (SELECT FROM vector_tally WHERE space_id = %(space)s),
+       (SELECT coalesce(sum(delta), 0) FROM vector_tally WHERE space_id = %(space)s),
+       (SELECT coalesce(sum(delta), 0) FROM message_tally WHERE NOT is_copy AND kind <> ALL(%(skipped)s))"""
+_COUNT_MESSAGES = "SELECT count(*) FROM messages WHERE NOT is_copy AND kind <> ALL(%(skipped)s)"
 
 _NO_FULLTEXT = "fulltext AS (SELECT NULL::uuid AS id, NULL::text AS session_id, NULL::float8 AS score, " \
                "NULL::bigint AS rank WHERE false)"
@@ -171,11 +194,12 @@ class PgSearch:
 
     source = "postgres"
 
-    def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS):
+    def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES):
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
+        self.scored_matches = scored_matches
         self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
         self._stats, self._stats_at = None, float("-inf")
-        self._coverage = {}
+        self._coverage, self._tallied = {}, None
 
     def close(self):
         self.conn.close()
@@ -249,19 +273,23 @@ class PgSearch:
             idf = max(math.log((max(total, count) - count + 0.5) / (count + 0.5)), 1e-6)
             params.update({f"q{i}": query, f"idf{i}": idf})
             score.append(_BM25_TERM.format(i=i, tf=_TF.format(i=i)))
-        params.update(k1_1=BM25_K1 + 1, k1_b=BM25_K1 * (1 - BM25_B), k1_b_avg=BM25_K1 * BM25_B / avgdl)
+        params.update(k1_1=BM25_K1 + 1, k1_b=BM25_K1 * (1 - BM25_B), k1_b_avg=BM25_K1 * BM25_B / avgdl,
+                      scored=self.scored_matches)
         if plan.match == "all":
             params["text"] = web_tsquery(plan.text)
             query = "to_tsquery('english', %(text)s)"
         else:
             params["any"] = (" | " if match == "any" else " & ").join(f"({q})" for q, _ in terms)
             query = "%(any)s::tsquery"
+        counts = [count for _, count in terms]
+        most = min(counts) if "all" in (plan.match, match) else sum(counts)   # the matches there may be
+        matched = _MATCHED_NEWEST if most > self.scored_matches else _MATCHED
         if not plan.neighbours:
             params["pool"] = plan.candidates
-            return _MATCHED.format(score=" + ".join(score), query=query, where=where) + _RANKED.format(scored="matched")
+            return matched.format(score=" + ".join(score), query=query, where=where) + _RANKED.format(scored="matched")
         lenders, lender_params = _filters(replace(plan.filters, role=None, since=None, until=None))
         params.update(lender_params, pool=plan.candidates * FULLTEXT_POOL, lend=plan.neighbours, span=NEIGHBOUR_SPAN)
-        return (_MATCHED.format(score=" + ".join(score), query=query, where=lenders)
+        return (matched.format(score=" + ".join(score), query=query, where=lenders)
                 + _LENT.format(where=where) + _RANKED.format(scored="lent"))
 
     def _terms(self, plan):
@@ -295,11 +323,22 @@ class PgSearch:
         ``skipped``), kept ``STATS_TTL`` seconds."""
         cached = self._coverage.get((space_id, skipped))
         if cached is None or time.monotonic() - cached[0] >= STATS_TTL:
-            embedded = self._rows(f"SELECT count(DISTINCT message_id) FROM {store.vector_table(space_id)}")[0][0]
-            total = self._rows("SELECT count(*) FROM messages WHERE NOT is_copy AND kind <> ALL(%(skipped)s)",
-                               {"skipped": list(skipped)})[0][0]
-            cached = self._coverage[(space_id, skipped)] = (time.monotonic(), (embedded, total))
+            params = {"space": space_id, "skipped": list(skipped)}
+            tallied = self._tallies(params)
+            if tallied[0]:   # sql/0007_tallies.sql: what the triggers counted
+                embedded, total = tallied[1:]
+            else:            # a database not migrated yet, or a space its triggers do not count
+                embedded = self._rows(f"SELECT count(DISTINCT message_id) FROM {store.vector_table(space_id)}")[0][0]
+                total = self._rows(_COUNT_MESSAGES, params)[0][0]
+            cached = self._coverage[(space_id, skipped)] = (time.monotonic(), (int(embedded), int(total)))
         return cached[1]
+
+    def _tallies(self, params):
+        """_TALLIES' row, or (False, 0, 0) where there are none this role may read."""
+        if self._tallied is None:
+            self._tallied = bool(self._rows("SELECT has_table_privilege(to_regclass('vector_tally'), 'SELECT') "
+                                       "AND has_table_privilege(to_regclass('message_tally'), 'SELECT')")[0][0])
+        return self._rows(_TALLIES, params)[0] if self._tallied else (False, 0, 0)
 
     def _semantic_cte(self, plan, where, params):
         dimensions = len(plan.vector)
@@ -309,7 +348,7 @@ class PgSearch:
         distance = f"{column} <=> {query}"
         # as text: with pgvector's binary parameter the same statement runs several times slower
         params.update(vector=str(plan.vector.tolist()), knn=plan.candidates * 2)
-        ef_search = min(1000, max(100, plan.candidates * 2))
+        ef_search = min(1000, max(EF_SEARCH_MIN, plan.candidates * 2))
         if ef_search != self._ef_search:
             with self._guard():
                 self.conn.execute(f"SET hnsw.ef_search = {ef_search}")
@@ -417,7 +456,8 @@ def _filters(filters):
 ORIGIN_SQL = {"human": "NOT c.machine_made", "machine": "c.machine_made"}
 
 
-def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=MATCH_ROWS):
+def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=MATCH_ROWS,
+                scored_matches=SCORED_MATCHES):
     """A ``PgSearch`` on a new connection; PostgresUnavailable when the store is unusable."""
     try:
         conn = pg.connect(url, allow_insecure_remote, connect_timeout)
@@ -440,7 +480,7 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=
     except BaseException:
         conn.close()
         raise
-    return PgSearch(conn, url, match_rows=match_rows)
+    return PgSearch(conn, url, match_rows=match_rows, scored_matches=scored_matches)
 
 
 def _try(conn, sql):

@@ -31,6 +31,14 @@ HNSW_MAX_DIMS = 2000      # pgvector's index limit for vector; halfvec indexes g
 HALFVEC_MAX_DIMS = 4000
 TEXT_INDEX = "messages_content_tsv"     # sql/0001_init.sql: the full-text (GIN) index
 DROP_LOCK_TIMEOUT = "2s"  # dropping an index for a bulk load waits this long for readers, else loads live
+# maintenance_work_mem of a session (re)building an index: at least BUILD_MEMORY_MIN_MB, and for an HNSW
+# index what its graph needs to stay in memory (``hnsw_build_mb``), at most BUILD_MEMORY_MAX_MB; a server
+# configured with more keeps its own. pgvector builds a graph that outgrows it on disk, an order of
+# magnitude slower (1M vectors of 384 dimensions: 19 minutes at 256 MB, the graph needing ~2 GB).
+BUILD_MEMORY_MIN_MB = 256
+BUILD_MEMORY_MAX_MB = 4096
+GIN_BUILD_BYTES = 1024    # per message: the full-text build's (lexeme, row) lists gathered in memory before a merge
+HNSW_NODE_BYTES = 512     # per vector beside its values: pgvector's element and its neighbour lists (m = 16)
 
 _TEMP_TABLES = """
 CREATE TEMP TABLE push_conversations (
@@ -152,6 +160,14 @@ ON CONFLICT (message_id, chunk_index) DO NOTHING
 """
 
 
+_FOLD_TALLIES = """
+WITH gone AS (DELETE FROM message_tally RETURNING kind, is_copy, delta)
+INSERT INTO message_tally SELECT kind, is_copy, sum(delta) FROM gone GROUP BY kind, is_copy;
+WITH gone AS (DELETE FROM vector_tally RETURNING space_id, delta)
+INSERT INTO vector_tally SELECT space_id, sum(delta) FROM gone GROUP BY space_id;
+"""
+
+
 def _blocker(conn):
     try:
         return migrations.blocker(conn)
@@ -178,6 +194,14 @@ def index_expression(dimensions):
     if dimensions <= HNSW_MAX_DIMS:
         return "embedding", "vector_cosine_ops"
     return f"(embedding::halfvec({int(dimensions)}))", "halfvec_cosine_ops"
+
+
+def hnsw_build_mb(rows, dimensions):
+    """MB of maintenance_work_mem an HNSW build of ``rows`` vectors keeps its whole graph in: pgvector
+    said "graph no longer fits" after 137k vectors of 384 dimensions at 256 MB (1.96 KB each); a
+    quarter more for the rows added while it builds and for the estimate's error."""
+    value_bytes = 4 * dimensions if dimensions <= HNSW_MAX_DIMS else 2 * dimensions   # halfvec above
+    return math.ceil(1.25 * max(0, rows) * (value_bytes + HNSW_NODE_BYTES) / (1024 * 1024))
 
 
 def ivfflat_lists(rows):
@@ -257,6 +281,7 @@ class PgStore:
             f"CREATE TABLE {table} (message_id uuid NOT NULL REFERENCES messages (id) ON DELETE CASCADE, "
             "chunk_index integer NOT NULL, start_char integer NOT NULL, end_char integer NOT NULL, "
             f"embedding vector({int(space.dimensions)}) NOT NULL, PRIMARY KEY (message_id, chunk_index))")
+        self.conn.execute("SELECT chats_tally_space(%s)", (space_id,))   # sql/0007_tallies.sql
         if index_kind == "hnsw":
             self._create_index(space_id, "hnsw", space.dimensions)
         return space_id
@@ -305,8 +330,18 @@ class PgStore:
         kind, _lists, dims = self._space_row(space_id)
         if kind == "ivfflat":
             return self.refresh_index(space_id, force=True) is not None
-        with self._maintenance_memory():
-            self._create_index(space_id, kind, dims)
+        rows = self.vector_count(space_id)
+        with self._maintenance_memory(hnsw_build_mb(rows, dims)):
+            try:
+                self._create_index(space_id, kind, dims)
+            except (psycopg.errors.DiskFull, psycopg.errors.OutOfMemory):
+                # a parallel build keeps its graph in shared memory, which a container may cap
+                # (Docker: 64 MB of /dev/shm): build it in this backend alone
+                self.conn.execute("SET max_parallel_maintenance_workers = 0")
+                try:
+                    self._create_index(space_id, kind, dims)
+                finally:
+                    self.conn.execute("RESET max_parallel_maintenance_workers")
         return True
 
     def has_text_index(self):
@@ -323,7 +358,8 @@ class PgStore:
         ANALYZE ``messages``. The definition is sql/0001_init.sql's."""
         if self.has_text_index():
             return False
-        with self._maintenance_memory():
+        rows = self.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        with self._maintenance_memory(rows * GIN_BUILD_BYTES / (1024 * 1024)):
             self.conn.execute(f"CREATE INDEX IF NOT EXISTS {TEXT_INDEX} ON messages USING gin (content_tsv)")
         self.conn.execute("ANALYZE messages")
         return True
@@ -345,10 +381,19 @@ class PgStore:
         return True
 
     @contextlib.contextmanager
-    def _maintenance_memory(self):
-        self.conn.execute("SET maintenance_work_mem = '256MB'")
+    def _maintenance_memory(self, wanted_mb=BUILD_MEMORY_MIN_MB):
+        """maintenance_work_mem for an index build: ``wanted_mb`` within the BUILD_MEMORY bounds, or the
+        server's own setting when that is larger."""
+        current = self.conn.execute(
+            "SELECT setting::bigint * 1024 / (1024 * 1024) FROM pg_settings WHERE name = 'maintenance_work_mem'"
+        ).fetchone()[0]   # the setting is in kB
+        wanted = int(min(BUILD_MEMORY_MAX_MB, max(BUILD_MEMORY_MIN_MB, wanted_mb)))
+        if wanted <= current:
+            yield current
+            return
+        self.conn.execute(f"SET maintenance_work_mem = '{wanted}MB'")
         try:
-            yield
+            yield wanted
         finally:
             self.conn.execute("RESET maintenance_work_mem")
 
@@ -461,6 +506,15 @@ class PgStore:
             self._create_index(space_id, "ivfflat", dims, wanted)
             self.conn.execute("UPDATE spaces SET index_lists = %s WHERE id = %s", (wanted, space_id))
         return wanted
+
+    def fold_tallies(self):
+        """Fold the rows the tally triggers appended (sql/0007_tallies.sql) into one per group, so
+        that a search sums a few rows. Rows appended meanwhile by other connections stay as they are."""
+        try:
+            with self.conn.transaction():
+                self.conn.execute(_FOLD_TALLIES)
+        except psycopg.errors.InsufficientPrivilege:
+            pass   # a role granted its rights before sql/0007: the rows stay as they are, summed all the same
 
     def counts(self):
         """Rows per table: conversations, messages and vectors per space key."""

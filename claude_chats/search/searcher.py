@@ -219,21 +219,34 @@ class Searcher:
 
         A network provider is asked its space without the search lock (a silent server must not
         hold searches; they answer from full text meanwhile); an in-process model loads under it."""
+        fallback = not self._postgres_answers()   # before the search lock: the link may wait for a connection
         try:
             provider = self._guard.get()
             if networked(provider):
                 key = self._guard.call("for its embedding space", lambda p: p.space.key, wait=WARM_WAIT)
                 with self._lock:
-                    self._warm_local(key)
+                    self._warm_local(key, fallback)
                 return
             with self._lock:
-                self._warm_local(self._guard.call("for its embedding space", lambda p: p.space.key))
+                self._warm_local(self._guard.call("for its embedding space", lambda p: p.space.key), fallback)
         except (ProviderError, ConfigError):
             return  # the first search says why
 
-    def _warm_local(self, key):
-        if self.local is not None and hasattr(self.local, "warm"):
+    def _warm_local(self, key, fallback=True):
+        """The journal's vector index, unless Postgres answers (``fallback`` False): then the journal
+        is the fallback, and its index (the whole space in memory: gigabytes at a million messages)
+        loads only when a search falls back to it."""
+        if fallback and self.local is not None and hasattr(self.local, "warm"):
             self.local.warm(key)
+
+    def _postgres_answers(self):
+        if self.remote is None:
+            return False
+        try:
+            self.remote.backend()
+        except PostgresUnavailable:
+            return False
+        return True
 
     def close(self):
         for thing in (self.remote, self.local):

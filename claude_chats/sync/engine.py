@@ -161,6 +161,8 @@ class Syncer:
             self._sync_purges()   # purged while this run pushed: what it may have put back goes again
             finished = True
             self._finish_index(deferred)
+            if self.store is not None and (self.report.pushed or self.report.vectors_pushed):
+                self._pg(self.store.fold_tallies)
         except ProviderError as exc:
             self.report.errors.append(f"embedding failed, messages stay pending: {exc}")
         except (PostgresError, SpaceMismatchError) as exc:

@@ -237,3 +237,30 @@ def test_wide_vectors_use_the_halfvec_index(tmp_path, pg_db_url):
         backend.close()
     finally:
         journal.close()
+
+
+def test_a_query_matching_more_than_the_scored_matches_ranks_the_newest(pg_synced_journal, pg_db_url):
+    """Full text reads the tsvector of every message it ranks (out of TOAST: most of a search's cost
+    at a million messages); past ``scored_matches`` matches it ranks the newest of them, and below
+    that every match, as before."""
+    from claude_chats.pgstore.search import _filters
+    from claude_chats.search.core import Filters
+
+    where, params = _filters(Filters.build())
+    query = "migration"
+    for scored in (10, 2000):
+        backend = open_search(pg_db_url, scored_matches=scored)
+        try:
+            result = Searcher(None, _Fixed(backend), HashEmbedder).search(
+                query, mode="fulltext", neighbours=0, limit=50, per_session=0, max_chars=None)
+            matches = backend.conn.execute(
+                "SELECT c.session_id, m.sequence_num, m.created_at FROM messages m "
+                "JOIN conversations c ON c.id = m.conversation_id "
+                f"WHERE m.content_tsv @@ plainto_tsquery('english', %(q)s) AND {where} "
+                "ORDER BY m.created_at DESC", {**params, "q": query}).fetchall()
+        finally:
+            backend.close()
+        assert len(matches) > 10
+        cut = matches[min(scored, len(matches)) - 1][2]   # the oldest of the newest ``scored``
+        assert len(result["hits"]) == min(scored, len(matches)), scored
+        assert set(places(result)) <= {(s, seq) for s, seq, at in matches if at >= cut}, scored
