@@ -41,6 +41,7 @@ from ..search.core import (
     MATCH_ROWS,
     NEIGHBOUR_READ,
     NEIGHBOUR_SPAN,
+    SCORED_MATCHES,
     Candidate,
     any_words,
     selective,
@@ -57,7 +58,6 @@ STATS_TTL = 300          # seconds: the message count and mean length, for bm25
 # HNSW candidates a vector search keeps (hnsw.ef_search): at 100k real-shaped vectors recall@10 of the
 # vector leg against exact was 0.83 at 100 and 0.91 at 400, at no measurable cost (bench_pg_scale.py)
 EF_SEARCH_MIN = 400
-SCORED_MATCHES = 2000    # full text ranks at most this many matches of a query, the newest (see _MATCHED)
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
