@@ -33,7 +33,9 @@ from .. import faults
 
 TRAIN_AT = 16_384        # chunks from which the space gets k-means lists (below: one list, scanned whole)
 RETRAIN_GROWTH = 4       # retrain when the space has grown this many times since the last training
-SCAN_TARGET = 49_152     # vectors a search scans: recall@10 0.991 at 1M (0.974 at 32,768: scripts/bench_vector_index.py)
+SCAN_TARGET = 49_152     # vectors a search scans at most: recall@10 0.991 at 1M (0.974 at 32,768)
+SCAN_SHARE = 0.05        # ... or this share of the space, at least SCAN_MIN (recall@10 0.979 at 100k with 20,480)
+SCAN_MIN = 24_576
 MIN_PROBE = 8
 RERANK_MIN = 50          # candidates re-ranked by the fine codes: at least this many, else twice the ask
 TAIL_MIN = 2_048         # the tail is folded into the lists above this many rows, or 1/16 of the space
@@ -351,7 +353,7 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
 class Reader:
     """Searches one space's index through a connection; keeps the centroids until the journal changes."""
 
-    def __init__(self, conn, space_id, scan=SCAN_TARGET):
+    def __init__(self, conn, space_id, scan=None):
         self.conn, self.space_id, self.t, self.scan = conn, int(space_id), names(space_id), scan
         self.version = None
         self.cents = None
@@ -407,8 +409,10 @@ class Reader:
     def _probe(self, q, widen=1):
         if self.cents is None:
             return None
-        per_list = max(1.0, self._size() / len(self.cents))
-        nprobe = int(min(len(self.cents), widen * max(MIN_PROBE, np.ceil(self.scan / per_list))))
+        size = self._size()
+        per_list = max(1.0, size / len(self.cents))
+        scan = self.scan if self.scan is not None else min(SCAN_TARGET, max(SCAN_MIN, SCAN_SHARE * size))
+        nprobe = int(min(len(self.cents), widen * max(MIN_PROBE, np.ceil(scan / per_list))))
         if nprobe >= len(self.cents):
             return None
         return np.argpartition(-(self.cents @ q), nprobe - 1)[:nprobe]
