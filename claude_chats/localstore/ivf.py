@@ -22,7 +22,7 @@ lists are scanned by the coarse codes, the best candidates re-ranked by the fine
 
 Every change is a short SQLite transaction (the hook waits for none longer than one list's
 rewrite), so a kill at any moment leaves either the old or the new state; a retrain builds its
-lists in a shadow table and swaps them in one transaction.
+lists in a new table and swaps it in in one transaction.
 """
 
 import json
@@ -48,7 +48,7 @@ PASS_BYTES = 192 << 20   # what a retrain gathers in memory per pass over the ol
 def names(space_id):
     n = int(space_id)
     return {"lists": f"ivf_{n}_lists", "tail": f"ivf_{n}_tail", "meta": f"ivf_{n}_meta",
-            "dead": f"ivf_{n}_dead", "next": f"ivf_{n}_next", "shadow": f"ivf_{n}_shadow"}
+            "dead": f"ivf_{n}_dead", "next": f"ivf_{n}_next"}
 
 
 def exists(conn, space_id):
@@ -271,7 +271,7 @@ def list_count(total):
 
 
 def retrain(conn, space_id, transaction, progress=None, nlist=None):
-    """New centroids from a sample, every vector reassigned: built in a shadow table, swapped in one
+    """New centroids from a sample, every vector reassigned: built in a new table, swapped in one
     transaction. A chunk deleted meanwhile is in the dead table and zeroed right after the swap."""
     t = names(space_id)
     listed, tail = counts(conn, space_id)
@@ -296,7 +296,7 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
     order = np.argsort(ids_seen)
     ids_seen, lists_seen = ids_seen[order], lists_seen[order]
     with transaction():
-        conn.execute(f"DROP TABLE IF EXISTS {t['shadow']}; DROP TABLE IF EXISTS {t['next']};"
+        conn.execute(f"DROP TABLE IF EXISTS {t['next']};"
                      f"CREATE TABLE {t['next']} (list INTEGER PRIMARY KEY, ids BLOB NOT NULL, scales BLOB NOT NULL, "
                      f"codes BLOB NOT NULL, fine BLOB NOT NULL)")
     # the new lists written a range at a time, each range gathered by one pass over the old lists: the
@@ -360,7 +360,8 @@ class Reader:
         self.dims = None
         self.whole = False
 
-    def _refresh(self, version):
+    def refresh(self, version):
+        """Read the dimensions and centroids again when the journal changed (``version``) or when unknown."""
         if self.dims is None or version is None or version != self.version:
             self.dims = _dims(self.conn, self.space_id)
             self.cents = centroids(self.conn, self.space_id)
@@ -370,7 +371,7 @@ class Reader:
         """``(chunk ids, similarities)`` of about the ``count`` nearest chunks, best first (cosine,
         within ~1e-5; the query need not be normalised). ``widen`` probes that many times more lists
         (a filtered search that found too few); ``self.whole`` says whether every list was read."""
-        self._refresh(version)
+        self.refresh(version)
         q = np.asarray(query, dtype=np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         probe = self._probe(q, widen)
@@ -489,4 +490,4 @@ def vectors_of(conn, space_id, chunk_ids):
 def drop(conn, space_id):
     t = names(space_id)
     conn.execute(f"DROP TRIGGER IF EXISTS ivf_{int(space_id)}_chunk_delete;" + "".join(
-        f"DROP TABLE IF EXISTS {t[k]};" for k in ("lists", "tail", "meta", "dead", "next", "shadow")))
+        f"DROP TABLE IF EXISTS {t[k]};" for k in ("lists", "tail", "meta", "dead", "next")))

@@ -190,8 +190,11 @@ class LocalVectors:
         self.conn, self.space_id = conn, None
 
     def prepare(self, space, canary):
-        """Use (creating if new) the journal's space for ``space`` (a ``models.Space``)."""
+        """Use (creating if new) the journal's space for ``space`` (a ``models.Space``); a legacy vector
+        table is converted first, and an index that is gone is made again (``vectors.upgrade``, ``repair``)."""
         self.space_id = vectors.ensure_space(self.conn, space, canary)
+        vectors.upgrade(self.conn, self.space_id, lambda: Immediate(self.conn))
+        vectors.repair(self.conn, self.space_id, lambda: Immediate(self.conn))
 
     def load(self, message_ids):
         return vectors.load_message_vectors(self.conn, self.space_id, message_ids)
@@ -211,11 +214,9 @@ class LocalVectors:
         return kept
 
     def maintain(self, progress=None):
-        """Convert a legacy vector table, then keep the index in shape (``ivf.maintain``)."""
+        """Keep the index in shape after vectors were written (``ivf.maintain``)."""
         if self.space_id is None:
             return None
-        vectors.upgrade(self.conn, self.space_id, lambda: Immediate(self.conn), progress)
-        vectors.repair(self.conn, self.space_id, lambda: Immediate(self.conn))
         return vectors.maintain(self.conn, self.space_id, lambda: Immediate(self.conn), progress)
 
 

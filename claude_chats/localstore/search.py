@@ -103,7 +103,7 @@ class LocalSearch:
         if row is not None and row["vectors"]:
             reader = self._reader(row["id"])
             if reader is not None:
-                reader._refresh(self._version())
+                reader.refresh(self._version())
 
     # -- the legs ---------------------------------------------------------------------------
 
@@ -307,7 +307,7 @@ class LocalSearch:
         if cached is None or cached[0] != version:
             reader = ivf.Reader(self.conn, space_id) if ivf.ready(self.conn, space_id) else None
             if cached is not None and cached[1] is not None and reader is not None:
-                reader = cached[1]   # keeps its centroids until they change (``Reader._refresh``)
+                reader = cached[1]   # keeps its centroids until they change (``Reader.refresh``)
             cached = self._readers[space_id] = (version, reader)
         return cached[1]
 

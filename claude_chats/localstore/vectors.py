@@ -258,9 +258,9 @@ def knn(conn, space_id, query_vector, k=10):
 
 def count_vectors(conn):
     """``[(space_id, Space, vectors, messages)]`` for every space."""
-    counts = {row[0]: row[1:] for row in conn.execute(
+    tally = {row[0]: row[1:] for row in conn.execute(
         "SELECT space_id, count(*), count(DISTINCT message_id) FROM chunks GROUP BY space_id")}
-    return [(space_id, space, *counts.get(space_id, (0, 0))) for space_id, space, _ in list_spaces(conn)]
+    return [(space_id, space, *tally.get(space_id, (0, 0))) for space_id, space, _ in list_spaces(conn)]
 
 
 def stored_spaces(conn):

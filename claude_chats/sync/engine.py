@@ -191,8 +191,7 @@ class Syncer:
         self.report.space = self.space.key
         self.canary = canary_vector(self.provider)
         if self.local is not None:
-            self.local.prepare(self.space, self.canary)
-            self._keep_index()   # a journal of an older version: its vectors move into the index first
+            self.local.prepare(self.space, self.canary)   # a legacy vector table is converted there
         if self.store is not None:
             self.space_id = self._pg(self.store.ensure_space, self.space, self.canary, self.index_kind)
             self._check_canary(self.space)
