@@ -61,6 +61,17 @@ def test_readme_is_a_front_door():
     assert size <= README_LIMIT, f"README.md is {size:,} bytes; move reference text into docs/"
 
 
+def test_readme_set_up_commands_are_the_ones_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^## Set-up\n.*?^```sh\n(.*?)^```", readme, re.DOTALL | re.MULTILINE).group(1)
+    commands = [line.split("#")[0].split()[0] for line in block.splitlines() if line.strip()]
+    assert commands == ["./scripts/try.sh", "./scripts/test.sh"]
+    for command in commands:
+        assert (ROOT / command).is_file() and (ROOT / command).stat().st_mode & 0o111, command
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == "exec ./scripts/test.sh", "CI must run the README's test command, and only it"
+
+
 def slug(heading):
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
     text = re.sub(r"[`*]|<[^>]+>", "", heading).strip().lower()
