@@ -183,8 +183,11 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
                                      conversation={"messages": rows, "next_start_seq": None},
                                      rendered=[render.message(m) for m in rows], live=True))
 
+    def favicon(request):
+        return Response(status_code=204)
+
     routes = [
-        Route("/", home), Route("/search", search), Route("/sessions", sessions),
+        Route("/", home), Route("/favicon.ico", favicon), Route("/search", search), Route("/sessions", sessions),
         Route("/activity.svg", activity_svg), Route("/status", status_page), Route("/events", events),
         Route("/session/{session_id:str}/more", more),
         Route("/session/{session_id:str}/restore", restore_session, methods=["POST"]),
