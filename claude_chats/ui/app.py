@@ -117,6 +117,8 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         strip, _ = activity.svg(searcher, project, origin)
         for row in rows:
             row["resume"] = _resume(row)
+            # resume_line puts `chats restore` first when Claude Code no longer has the transcript
+            row["restorable"] = bool(row["resume"]) and row["resume"].startswith("chats restore ")
         return page("sessions.html", request, listing=listing, rows=rows, more=len(listing["sessions"]) > shown,
                     project=project or "", origin=origin, limit=shown, strip=strip,
                     more_link="/sessions?" + urlencode({k: v for k, v in (("project", project or ""),

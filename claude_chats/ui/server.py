@@ -79,9 +79,21 @@ def serve(host="127.0.0.1", port=DEFAULT_PORT, allow_remote=False, open_browser=
         threading.Timer(0.3, lambda: webbrowser.open(url)).start()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2,
                             server_header=False)
-    server = uvicorn.Server(config)
+    server = _server_class(uvicorn)(config)
     try:
         server.run(sockets=[sock])
     finally:
         searcher.close()
         sock.close()
+
+
+def _server_class(uvicorn):
+    class Server(uvicorn.Server):
+        """uvicorn's server, but a stop asked for (Ctrl-C, SIGTERM) ends the process cleanly (exit 0):
+        uvicorn re-raises the signal once it has shut down, which Click reports as "Aborted!"."""
+
+        def handle_exit(self, sig, frame):
+            super().handle_exit(sig, frame)
+            getattr(self, "_captured_signals", []).clear()
+
+    return Server
