@@ -60,8 +60,8 @@ def markdown(session, messages):
 
 def _heading(m):
     seq = m.get("seq") if isinstance(m.get("seq"), int) else "?"
-    role = render._one_of(m.get("role"), render.ROLES)
-    kind = render._one_of(m.get("kind"), render.KINDS)
+    role = render.one_of(m.get("role"), render.ROLES)
+    kind = render.one_of(m.get("kind"), render.KINDS)
     stamp = f" · {inline(m['timestamp'])}" if isinstance(m.get("timestamp"), str) else ""
     return f"## {seq} · {role} · {kind}{stamp}"
 
@@ -80,7 +80,7 @@ def _md_body(m):
 
 def _prose(text):
     """Prose as markdown when it renders inert, else in a fence (shown as its source)."""
-    if len(text) <= render.MAX_MARKDOWN and renders_inert(text):
+    if len(text) <= render.MAX_MARKDOWN and render.work(text) <= render.MAX_WORK and renders_inert(text):
         return text
     return fenced(text)
 

@@ -29,7 +29,7 @@ MAX_WORK = 150_000
 ROLES = ("user", "assistant", "system")
 KINDS = transcript.KINDS
 SAFE_SCHEMES = ("http://", "https://", "mailto:")
-SUBAGENT_PATH = "/session/"
+SESSION_PATH = "/session/"
 _LANG = re.compile(r"[^A-Za-z0-9_+.#-]")
 _MORE = re.compile(r"… \[(\d+) more characters\]$")
 _TOOL = re.compile(r"\[([A-Za-z0-9_.:-]{1,64})\]")
@@ -127,7 +127,7 @@ def message(msg, link=None, target=False):
     ``<article class="msg role-R kind-K" id="seq-N">``; ``link``: the subagent conversation this
     tool call started; ``target``: the message a link pointed at (class ``target``)."""
     seq = _seq(msg.get("seq"))
-    role, kind = _one_of(msg.get("role"), ROLES), _one_of(msg.get("kind"), KINDS)
+    role, kind = one_of(msg.get("role"), ROLES), one_of(msg.get("kind"), KINDS)
     text = msg.get("text") if isinstance(msg.get("text"), str) else ""
     classes = f"msg role-{role} kind-{kind}" + (" target" if target else "")
     ident = f' id="seq-{seq}"' if seq is not None else ""
@@ -138,15 +138,23 @@ def message(msg, link=None, target=False):
 
 def subagent_link(session_id, label="open the subagent's conversation"):
     """``<a class="subagent-link">`` to a subagent's page; nothing when the id is not a valid one."""
-    href = session_href(session_id)
-    return Markup(f'<a class="subagent-link" href="{escape(href)}">{escape(label)}</a>') if href else Markup("")
+    return _link("subagent-link", session_href(session_id), label)
+
+
+def parent_link(parent_id, seq=None, label="back to the call that started this subagent"):
+    """``<a class="parent-link">`` from a subagent's page to its parent's (at the call's ``seq``)."""
+    return _link("parent-link", session_href(parent_id, seq), label)
+
+
+def _link(cls, href, label):
+    return Markup(f'<a class="{cls}" href="{escape(href)}">{escape(label)}</a>') if href else Markup("")
 
 
 def session_href(session_id, seq=None):
     """``/session/<id>`` (``?at=N#seq-N`` with ``seq``) for a valid session or subagent id, else None."""
     if not session_id or transcript.conversation_problem(session_id):
         return None
-    href = SUBAGENT_PATH + quote(session_id, safe=":")
+    href = SESSION_PATH + quote(session_id, safe=":")
     seq = _seq(seq)
     return href if seq is None else f"{href}?at={seq}#seq-{seq}"
 
@@ -155,7 +163,8 @@ def _seq(value):
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _one_of(value, allowed):
+def one_of(value, allowed):
+    """``value`` when it is one of ``allowed`` (a role, a kind), else "other": what a class may say."""
     return value if value in allowed else "other"
 
 

@@ -97,7 +97,7 @@ def test_hostile_text_is_inert_in_every_kind_of_message(text):
                                "text": text})
         assert problems(html) == [], (kind, str(html))
         page = Page(html)
-        assert [a.get("class") for a in page.all("article")] == [f"msg role-user kind-{render._one_of(kind, render.KINDS)}"]
+        assert [a.get("class") for a in page.all("article")] == [f"msg role-user kind-{render.one_of(kind, render.KINDS)}"]
         assert page.ends.count("article") == 1, (kind, str(html))
 
 
@@ -255,6 +255,12 @@ def test_no_link_to_an_id_that_is_not_one(bad):
     html = render.message({"seq": 9, "role": "assistant", "kind": "tool_use", "text": "[Agent] x"}, link=bad)
     assert [a for a in Page(html).all("a") if a.get("class") == "subagent-link"] == []
     assert render.session_href(bad) is None
+
+
+def test_a_subagent_links_back_to_its_call():
+    page = Page(render.parent_link("sess-1", 14))
+    assert page.all("a") == [{"class": "parent-link", "href": "/session/sess-1?at=14#seq-14"}]
+    assert render.parent_link('x"><script>', 14) == ""
 
 
 def test_session_href_quotes_and_anchors():
