@@ -6,8 +6,8 @@ meta says so: nothing loads, nothing runs), each message as the session page ren
 HTML, image or unsafe link (else fenced, shown as its source); tool calls, results and the rest
 in fences longer than any run of backticks they hold.
 
-Both take what ``Searcher.conversation`` returns (the session dict and its message dicts):
-redaction is the caller's (``redact_results``), as for the MCP tools.
+Both take what ``Searcher.conversation`` returns (the session dict and its message dicts; ``read``
+reads a whole conversation): redaction is the searcher's (``redact_results``), as for the MCP tools.
 """
 
 import re
@@ -34,6 +34,22 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .5rem}
 .align-right{text-align:right}.align-center{text-align:center}
 """
 _PROSE = (transcript.TEXT, transcript.RECAP)
+
+
+MAX_MESSAGES = 50_000     # messages an export reads at most (a session of 10,000 is 20 pages)
+
+
+def read(searcher, session_id, message_chars=100_000, per_page=500):
+    """(session, messages) of a whole conversation read through ``searcher`` page by page (redacted
+    as it redacts), at most ``MAX_MESSAGES``; thinking is left out as on the session page."""
+    session, messages, start = None, [], 0
+    while start is not None and len(messages) < MAX_MESSAGES:
+        page = searcher.conversation(session_id, start_seq=start, limit=per_page, max_chars=None,
+                                     message_chars=message_chars)
+        session = session or page["session"]
+        messages += page["messages"]
+        start = page["next_start_seq"]
+    return session, messages[:MAX_MESSAGES]
 
 
 def html(session, messages):

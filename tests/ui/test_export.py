@@ -150,13 +150,15 @@ def secret_session(folder):
 def test_an_export_through_a_redacting_searcher_holds_no_secret(tmp_path, redacted):
     journal = Journal.open(str(tmp_path / "journal.db"))
     assert not journal.import_files([str(secret_session(tmp_path / "projects"))]).errors
-    page = Searcher(LocalSearch(journal), redact_results=redacted).conversation("sess-secret", limit=200)
-    assert len(page["messages"]) == 3
-    html = export.html(page["session"], page["messages"])
-    for out in (html + Page(html).shown, export.markdown(page["session"], page["messages"])):   # as it reads
+    session, messages = export.read(Searcher(LocalSearch(journal), redact_results=redacted), "sess-secret",
+                                    per_page=2)
+    assert [m["seq"] for m in messages] == [0, 1, 2]
+    html = export.html(session, messages)
+    for out in (html + Page(html).shown, export.markdown(session, messages)):   # as it reads
         leaked = [s for s in (TOKEN, PASSWORD, TOKEN[4:20]) if s in out]
         if redacted:
             assert leaked == [] and "[REDACTED:" in out
+            assert "deploy [REDACTED:github-token]" in out.replace("\\", "")     # the name, in the header
         else:   # the control: without redaction the export does hold them, so the check above can fail
             assert TOKEN in out and PASSWORD in out
     journal.close()
