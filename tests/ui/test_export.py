@@ -8,6 +8,8 @@ such a renderer would obey.
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from claude_chats.localstore.journal import Journal
@@ -16,7 +18,8 @@ from claude_chats.search.searcher import Searcher
 from claude_chats.ui import export, render
 from tests.support import lines
 from tests.support.stand_ins import write
-from tests.ui.test_render import HOSTILE, Page, problems
+from tests.support.fuzzing import fuzz_settings
+from tests.support.html_checks import HOSTILE, Page, problems, shaped, soup
 
 SESSION = {"session_id": "sess-1", "name": "fix the <b>flaky</b> test [x](javascript:alert(1))",
            "project_path": "/work/alpha", "git_branch": "main", "started_at": "2026-01-01T10:00:00.000Z",
@@ -171,3 +174,11 @@ def test_exports_are_strings_of_the_whole_session():
     md = export.markdown(SESSION, messages)
     assert all(f"message number {i}" in md for i in range(50))
     assert json.dumps(md)    # plain text, no bytes
+
+
+@given(st.lists(st.one_of(soup, shaped), min_size=1, max_size=4).map("\n".join),
+       st.sampled_from(["text", "recap", "compact_summary", "tool_result", "thinking", "other"]))
+@fuzz_settings(200, 3_000)
+def test_no_mix_of_markup_exports_anything_a_renderer_obeys(text, kind):
+    assert obeyed(export.markdown({**SESSION, "name": text}, [msg(1, kind, text)])) == []
+    assert problems(export.html({**SESSION, "name": text}, [msg(1, kind, text)]).split("</head>", 1)[1]) == []

@@ -5,87 +5,14 @@ does) and asks what a browser would find: no script element, no ``on*`` attribut
 or ``style`` attribute, no link outside http(s), mailto, ``#`` and the app's ``/session/`` pages.
 """
 
-from html.parser import HTMLParser
-
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from claude_chats import transcript
 from claude_chats.ui import render
-
-HOSTILE = [
-    "<script>alert(1)</script>",
-    "<img src=x onerror=alert(1)>",
-    "<svg onload=alert(1)><circle/></svg>",
-    "<iframe src=javascript:alert(1)></iframe>",
-    "[x](javascript:alert(1))",
-    "[x](JAVASCRIPT:alert(1))",
-    "[x](  javascript:alert(1) )",
-    "[x](&#106;avascript:alert(1))",
-    "[x](&#x6A;avascript&#x3A;alert(1))",
-    "[x](java&#x09;script:alert(1))",
-    "[x](<java\tscript:alert(1)>)",
-    "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
-    "[x](vbscript:msgbox(1))",
-    "[x](file:///etc/passwd)",
-    "[x][ref]\n\n[ref]: javascript:alert(1)",
-    "<javascript:alert(1)>",
-    "![a](javascript:alert(1))",
-    "![a](https://tracker.example/pixel.png)",
-    '[x](https://ok.example "title\\" onmouseover=\\"alert(1)")',
-    "```\"><script>alert(1)</script>\ncode\n```",
-    "</details></article><script>alert(1)</script>",
-    "<a href=\"javascript:alert(1)\">x</a>",
-    "<div style=\"background:url(javascript:alert(1))\">x</div>",
-    "| a | b |\n|--:|:-:|\n| <script>alert(1)</script> | [x](javascript:alert(1)) |",
-    "~~<img src=x onerror=alert(1)>~~",
-    "`<script>alert(1)</script>`",
-]
-ALLOWED = ("http://", "https://", "mailto:", "#", "/session/")
-
-
-class Page(HTMLParser):
-    """Tags, attributes and text of an HTML fragment, as a browser's parser finds them."""
-
-    def __init__(self, html):
-        super().__init__(convert_charrefs=True)
-        self.tags, self.text, self.ends = [], [], []
-        self.feed(str(html))
-        self.close()
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_startendtag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_endtag(self, tag):
-        self.ends.append(tag)
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def all(self, tag):
-        return [attrs for name, attrs in self.tags if name == tag]
-
-    @property
-    def shown(self):
-        return "".join(self.text)
-
-
-def problems(html):
-    """What in ``html`` could run or load something: [] when nothing."""
-    page, found = Page(html), []
-    for tag, attrs in page.tags:
-        if tag in ("script", "iframe", "object", "embed", "img", "svg", "math", "link", "meta", "style", "form",
-                   "input", "base", "video", "audio", "source"):
-            found.append(f"<{tag}>")
-        for name, value in attrs.items():
-            if name.startswith("on") or name in ("src", "style", "srcset", "action", "formaction"):
-                found.append(f"{tag}[{name}]")
-            if name == "href" and not (value or "").startswith(ALLOWED):
-                found.append(f"{tag}[href={value!r}]")
-    return found
-
+from tests.support.fuzzing import fuzz_settings
+from tests.support.html_checks import HOSTILE, Page, problems, shaped, soup
 
 MESSAGE_KINDS = list(transcript.KINDS) + ["no-such-kind"]
 
@@ -266,3 +193,12 @@ def test_a_subagent_links_back_to_its_call():
 def test_session_href_quotes_and_anchors():
     assert render.session_href("abc:agent-a1", 7) == "/session/abc:agent-a1?at=7#seq-7"
     assert render.session_href("abc", "7") == "/session/abc"
+
+
+# -- fuzzing: pieces of markup, HTML and schemes in any order ------------------------------------
+
+@given(st.lists(st.one_of(soup, shaped), min_size=1, max_size=4).map("\n".join), st.sampled_from(MESSAGE_KINDS))
+@fuzz_settings(300, 5_000)
+def test_no_mix_of_markup_renders_anything_active(text, kind):
+    assert problems(render.markdown(text)) == []
+    assert problems(render.message({"seq": 1, "role": "assistant", "kind": kind, "text": text})) == []
