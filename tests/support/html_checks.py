@@ -87,8 +87,8 @@ def problems(html):
     return found
 
 
-PIECES = ["<", ">", "&", "&#", "&#x", "6A;", "#106;", ";", "javascript", "JaVaScRiPt", "java\tscript", "data", "vbscript",
-          ":", "alert(1)", "[", "]", "(", ")", "!", "<script>", "</script>", "<img src=x onerror=alert(1)>",
+PIECES = ["<", ">", "&", "&#", "&#x", "6A;", "#106;", ";", "javascript", "JaVaScRiPt", "java\tscript", "data",
+          "vbscript", ":", "alert(1)", "[", "]", "(", ")", "!", "<script>", "</script>", "<img src=x onerror=alert(1)>",
           "<a href=", "\"", "'", "`", "```", "~~~", "\n", "\n\n", "    ", "> ", "- ", "*", "_", "|", "\\",
           "http://", "https://", "mailto:", "#", "/", "on", "load=", "style=", "<svg", "<details>", "</details>",
           "<!--", "-->", "<![CDATA[", "%6A", "%3A", "\x00", "\u202e", "é", " "]

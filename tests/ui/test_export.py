@@ -101,7 +101,8 @@ def test_the_check_would_see_hostile_markdown():
 
 
 def test_prose_stays_markdown():
-    text = "## Plan\n\n1. **fix** the `parse()` call\n2. see [the docs](https://example.com/docs)\n\n| a | b |\n|---|---|"
+    text = ("## Plan\n\n1. **fix** the `parse()` call\n2. see [the docs](https://example.com/docs)\n\n"
+            "| a | b |\n|---|---|")
     out = export.markdown(SESSION, [msg(0, "text", text)])
     assert text in out and fences(out) == []
 
