@@ -12,10 +12,13 @@ import pytest
 
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
+from claude_chats.pgstore.search import PgLink
 from claude_chats.search.searcher import Searcher
 from claude_chats.ui import render, subagents
 from claude_chats.ui.subagents import Subagent
 from tests.support import lines
+from tests.support.fakes import HashEmbedder
+from tests.support.journals import sync_corpus
 from tests.support.stand_ins import write
 
 # parents in ../shared/corpus/transcripts that start subagents whose transcripts are there too
@@ -178,6 +181,22 @@ def test_a_page_without_the_results_links_by_prompt_and_time_only(tmp_path):
         seq["parser."]: f"{PARENT}:agent-a11", seq["writer."]: f"{PARENT}:agent-a22",
         seq["tests"]: f"{PARENT}:agent-a44", seq["first"]: f"{PARENT}:agent-a66",
         seq["second"]: f"{PARENT}:agent-a77"}
+
+
+def test_postgres_links_the_same_calls(tmp_path, pg_db_url):
+    journal = journal_of(tmp_path, made(tmp_path / "projects"))
+    sync_corpus(journal, HashEmbedder(), pg_db_url)
+    messages, subs = observed(journal, PARENT)
+    searcher = Searcher(None, PgLink(pg_db_url), HashEmbedder)
+    page = searcher.conversation(PARENT, limit=500, max_chars=None)
+    assert page["source"] == "postgres"
+    rows = [s for s in searcher.recent_sessions(limit=100, include_subagents=True, origin="any")["sessions"]
+            if s["parent_session_id"] == PARENT]
+    from_pg = subagents.read_subagents(searcher, rows)
+    assert sorted(from_pg, key=repr) == sorted(subs, key=repr)
+    assert subagents.links(page["messages"], from_pg) == subagents.links(messages, subs)
+    assert len(subagents.links(messages, subs)) == 6
+    searcher.close()
 
 
 def _call_seqs(messages):
