@@ -43,8 +43,9 @@ def safe_href(url):
     return isinstance(url, str) and (url.startswith("#") or url.lower().startswith(SAFE_SCHEMES))
 
 
-def markdown(text):
-    """``text`` (markdown) as safe HTML; over ``MAX_MARKDOWN`` characters, escaped preformatted text."""
+def markdown(text, breaks=False):
+    """``text`` (markdown) as safe HTML; too long or too costly to parse, escaped preformatted text.
+    ``breaks``: a line break is a break (what a person typed), not a space (CommonMark)."""
     if not isinstance(text, str) or not text:
         return Markup("")
     if len(text) > MAX_MARKDOWN or work(text) > MAX_WORK:
@@ -52,7 +53,14 @@ def markdown(text):
     md = _parser()
     tokens = md.parse(text, {})
     _align_by_class(tokens)
-    return Markup(md.renderer.render(tokens, md.options, {"links": []}))
+    options = _with_breaks(md.options) if breaks else md.options
+    return Markup(md.renderer.render(tokens, options, {"links": []}))
+
+
+def _with_breaks(options):
+    from markdown_it.utils import OptionsDict
+
+    return OptionsDict({**options, "breaks": True})
 
 
 def work(text):
@@ -131,7 +139,8 @@ def message(msg, link=None, target=False):
     text = msg.get("text") if isinstance(msg.get("text"), str) else ""
     classes = f"msg role-{role} kind-{kind}" + (" target" if target else "")
     ident = f' id="seq-{seq}"' if seq is not None else ""
-    body = _BODIES.get(kind, _preformatted)(text)
+    body = _prose(text, breaks=True) if kind == transcript.TEXT and role == "user" else \
+        _BODIES.get(kind, _preformatted)(text)
     return Markup(f'<article class="{classes}"{ident}>{_head(seq, role, kind, msg.get("timestamp"))}'
                   f'{body}{subagent_link(link)}</article>\n')
 
@@ -225,8 +234,8 @@ def _compact_boundary(text):
             f'replaced by a summary</p><p class="note">{escape(text)}</p>')
 
 
-def _prose(text):
-    return f'<div class="body md">{markdown(text)}</div>'
+def _prose(text, breaks=False):
+    return f'<div class="body md">{markdown(text, breaks)}</div>'
 
 
 def _preformatted(text):

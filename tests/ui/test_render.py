@@ -128,6 +128,12 @@ def test_a_message_has_its_header_anchor_and_class():
     assert page.all("strong") == [{}]
 
 
+def test_what_a_person_typed_keeps_its_line_breaks():
+    typed = Page(render.message({"seq": 1, "role": "user", "kind": "text", "text": "first line\nsecond line"}))
+    replied = Page(render.message({"seq": 2, "role": "assistant", "kind": "text", "text": "first line\nsecond"}))
+    assert typed.all("br") == [{}] and replied.all("br") == []
+
+
 def test_values_outside_the_fixed_sets_become_other():
     html = render.message({"seq": '1" onclick="alert(1)', "role": "<b>", "kind": 'x" onclick="y',
                            "timestamp": '"><script>', "text": "t"})
