@@ -24,7 +24,7 @@ MAX_MARKDOWN = 200_000          # characters parsed as markdown; a longer text i
 # more, against 0.05 per plain character (under load; scripts/bench_render.py measures them). A
 # text whose estimate passes MAX_WORK (about 50 ms on an idle core) is shown as it is, escaped.
 _TERMINATORS = str.maketrans("", "", "!#$%&*+-:<=>@[\\]^_`{}~")
-_COSTS = {"[": 30, "\n": 40, "*": 15, "_": 15, "|": 5, "&": 15, "<": 90, "!": 40}
+_COSTS = {"[": 30, "\n": 40, "*": 15, "_": 15, "~": 15, "|": 5, "&": 15, "<": 90, "!": 40}
 MAX_WORK = 150_000
 ROLES = ("user", "assistant", "system")
 KINDS = transcript.KINDS
