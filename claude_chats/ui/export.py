@@ -118,13 +118,21 @@ def inline(value):
 
 def renders_inert(text):
     """Whether ``text`` read as CommonMark (raw HTML allowed, as many renderers of a ``.md`` file do)
-    holds no raw HTML, no image and no link outside http(s), mailto and ``#``: then it may stay markdown."""
-    for token in _walk(_permissive().parse(text)):
+    holds no raw HTML, no image and no link outside http(s), mailto and ``#``, and ends every block
+    it opens (a fence left open would swallow the messages after it): then it may stay markdown."""
+    tokens = _permissive().parse(text + "\n\n" + _SENTINEL)
+    if [t.type for t in tokens[-3:]] != ["heading_open", "inline", "heading_close"] \
+            or tokens[-2].content != _SENTINEL[2:]:
+        return False
+    for token in _walk(tokens):
         if token.type in ("html_block", "html_inline", "image"):
             return False
         if token.type == "link_open" and not render.safe_href(token.attrGet("href")):
             return False
     return True
+
+
+_SENTINEL = "# the end of a message"
 
 
 def _walk(tokens):

@@ -107,6 +107,16 @@ def test_prose_stays_markdown():
     assert text in out and fences(out) == []
 
 
+@pytest.mark.parametrize("text, kept", [("```python\nprint(1)", False), ("~~~\nopen", False),
+                                        ("- item\n\n  ```\n  code", True), ("> quote\n> ```", True)])
+def test_prose_that_leaves_a_fence_open_is_fenced(text, kept):
+    """A fence left open at the top would swallow the messages after it; one in a list or a quote
+    ends with it."""
+    out = export.markdown(SESSION, [msg(0, "text", text), msg(1, "text", "the next message")])
+    assert (text + "\n\n## 1 ·" in out) is kept
+    assert LAX.render(out).endswith("<p>the next message</p>\n")
+
+
 @pytest.mark.parametrize("kind", ["tool_use", "tool_result", "thinking", "command", "meta", "compact_boundary"])
 def test_text_that_would_close_its_fence_gets_a_longer_one(kind):
     text = "before\n```\n````\n<script>alert(1)</script>\n`````js\nafter"
