@@ -110,6 +110,18 @@ def read_calls(searcher, session_id, message_chars=2_000, pages=40, per_page=500
     return out
 
 
+def back(searcher, session, siblings):
+    """(parent id, seq of the call that started it) of a subagent session dict, read through
+    ``searcher`` (``render.parent_link`` makes the link); ``siblings``: the session rows of the
+    parent's subagents, this one among them (they tell parallel calls apart). (None, None) for a
+    session that is not a subagent's; the seq is None when no call can be told."""
+    parent = parent_of(session)
+    if parent is None or not session.get("session_id"):
+        return None, None
+    calls = read_calls(searcher, parent)
+    return parent, call_of(session["session_id"], calls, read_subagents(searcher, siblings))
+
+
 def _is_call(m):
     return (m.get("kind") == transcript.TOOL_USE and isinstance(m.get("text"), str)
             and m["text"].startswith(CALL_TOOLS) and isinstance(m.get("seq"), int))

@@ -97,9 +97,11 @@ def test_the_calls_of_real_transcripts_link_their_subagents(corpus, tmp_path, re
     assert got == want
     calls = subagents.read_calls(Searcher(LocalSearch(journal)), parent, message_chars, per_page=7)
     assert {m["kind"] for m in calls} <= {"tool_use", "tool_result"}
+    rows = [s for s in journal.sessions(limit=1000, include_subagents=True) if s["parent_session_id"] == parent]
     for seq, sub in want.items():
         assert subagents.call_of(sub, messages, subs) == seq
         assert subagents.call_of(sub, calls, subs) == seq
+        assert subagents.back(Searcher(LocalSearch(journal)), journal.session(sub), rows) == (parent, seq)
         session = journal.session(sub)
         assert subagents.parent_of(session) == parent
         assert render.session_href(parent, seq) == f"/session/{parent}?at={seq}#seq-{seq}"
@@ -202,6 +204,11 @@ def test_postgres_links_the_same_calls(tmp_path, pg_db_url):
 def _call_seqs(messages):
     """{the last word of the call's prompt: its seq}"""
     return {m["text"].split(" ")[-1]: m["seq"] for m in messages if m["kind"] == "tool_use"}
+
+
+def test_a_session_that_is_no_subagent_has_no_way_back(tmp_path):
+    journal = journal_of(tmp_path, made(tmp_path / "projects"))
+    assert subagents.back(Searcher(LocalSearch(journal)), journal.session(PARENT), []) == (None, None)
 
 
 def test_ids_that_are_not_ids_are_never_linked():
