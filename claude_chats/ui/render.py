@@ -150,9 +150,31 @@ def subagent_link(session_id, label="open the subagent's conversation"):
     return _link("subagent-link", session_href(session_id), label)
 
 
-def parent_link(parent_id, seq=None, label="back to the call that started this subagent"):
-    """``<a class="parent-link">`` from a subagent's page to its parent's (at the call's ``seq``)."""
-    return _link("parent-link", session_href(parent_id, seq), label)
+def subagent_links(messages, subagents, searcher=None):
+    """``{call seq: subagent session id}`` of a page's ``messages``; ``subagents``: the session's
+    subagent rows (``Searcher.subagents``). With ``searcher``, their first prompts are read, the
+    surest match (``ui.subagents``); without, the agent ids in the results and the times only."""
+    from . import subagents as matching
+
+    subs = matching.read_subagents(searcher, subagents) if searcher is not None else \
+        [matching.Subagent.of(row) for row in subagents]
+    return matching.links(messages, subs)
+
+
+def parent_link(searcher, info, siblings=None):
+    """``{"href", "name"}`` of the way back from a subagent's page (``info``: its session dict) to the
+    call that started it in its parent's (to the parent's page when no call can be told); None for
+    a session that is not a subagent's. ``siblings``: the parent's subagent rows (default:
+    ``searcher.subagents(parent)``)."""
+    from . import subagents as matching
+
+    parent = matching.parent_of(info)
+    if parent is None:
+        return None
+    rows = searcher.subagents(parent) if siblings is None else siblings
+    _, seq = matching.back(searcher, info, rows)
+    name = searcher.conversation(parent, limit=1, max_chars=None)["session"].get("name")
+    return {"href": session_href(parent, seq), "name": name or parent, "seq": seq}
 
 
 def _link(cls, href, label):

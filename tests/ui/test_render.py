@@ -191,12 +191,6 @@ def test_no_link_to_an_id_that_is_not_one(bad):
     assert render.session_href(bad) is None
 
 
-def test_a_subagent_links_back_to_its_call():
-    page = Page(render.parent_link("sess-1", 14))
-    assert page.all("a") == [{"class": "parent-link", "href": "/session/sess-1?at=14#seq-14"}]
-    assert render.parent_link('x"><script>', 14) == ""
-
-
 def test_session_href_quotes_and_anchors():
     assert render.session_href("abc:agent-a1", 7) == "/session/abc:agent-a1?at=7#seq-7"
     assert render.session_href("abc", "7") == "/session/abc"

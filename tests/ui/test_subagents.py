@@ -102,11 +102,12 @@ def test_the_calls_of_real_transcripts_link_their_subagents(corpus, tmp_path, re
         assert subagents.call_of(sub, messages, subs) == seq
         assert subagents.call_of(sub, calls, subs) == seq
         assert subagents.back(Searcher(LocalSearch(journal)), journal.session(sub), rows) == (parent, seq)
-        session = journal.session(sub)
-        assert subagents.parent_of(session) == parent
-        assert render.session_href(parent, seq) == f"/session/{parent}?at={seq}#seq-{seq}"
+        way_back = render.parent_link(Searcher(LocalSearch(journal)), journal.session(sub), rows)
+        assert way_back["href"] == f"/session/{parent}?at={seq}#seq-{seq}" and way_back["name"]
+        assert subagents.parent_of(journal.session(sub)) == parent
         call = next(m for m in messages if m["seq"] == seq)
         assert f'class="subagent-link" href="/session/{sub}"' in render.message(call, link=sub)
+    assert render.subagent_links(messages, rows, Searcher(LocalSearch(journal))) == want
 
 
 # -- a made transcript: parallel calls, results out of order, a prompt the journal changed --------
@@ -208,7 +209,22 @@ def _call_seqs(messages):
 
 def test_a_session_that_is_no_subagent_has_no_way_back(tmp_path):
     journal = journal_of(tmp_path, made(tmp_path / "projects"))
-    assert subagents.back(Searcher(LocalSearch(journal)), journal.session(PARENT), []) == (None, None)
+    searcher = Searcher(LocalSearch(journal))
+    assert subagents.back(searcher, journal.session(PARENT), []) == (None, None)
+    assert render.parent_link(searcher, journal.session(PARENT), []) is None
+
+
+def test_without_a_searcher_the_links_come_from_ids_and_times(tmp_path):
+    journal = journal_of(tmp_path, made(tmp_path / "projects"))
+    messages, subs = observed(journal, PARENT)
+    rows = [s for s in journal.sessions(limit=100, include_subagents=True) if s["parent_session_id"] == PARENT]
+    seq = _call_seqs(messages)
+    # a11/a22: their parallel calls' results name them (each taking the latest call before);
+    # a33 by its id; a44, a66, a77 by time
+    got = render.subagent_links(messages, rows)
+    assert got[seq["failures"]] == f"{PARENT}:agent-a33" and got[seq["tests"]] == f"{PARENT}:agent-a44"
+    assert got[seq["first"]] == f"{PARENT}:agent-a66" and got[seq["second"]] == f"{PARENT}:agent-a77"
+    assert render.subagent_links(messages, rows, Searcher(LocalSearch(journal))) == subagents.links(messages, subs)
 
 
 def test_ids_that_are_not_ids_are_never_linked():
