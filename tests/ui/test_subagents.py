@@ -237,3 +237,15 @@ def test_ids_that_are_not_ids_are_never_linked():
                Subagent("s:agent-../x", at, prompt)]
     assert subagents.links(messages, hostile) == {}
     assert render.session_href('s:agent-x" onclick="alert(1)') is None
+
+
+@pytest.mark.skipif(not hasattr(Searcher, "subagents"), reason="Searcher.subagents comes with the app (main)")
+def test_through_the_searchers_own_subagent_rows(tmp_path):
+    journal = journal_of(tmp_path, made(tmp_path / "projects"))
+    messages, subs = observed(journal, PARENT)
+    searcher = Searcher(LocalSearch(journal))
+    rows = searcher.subagents(PARENT)
+    assert render.subagent_links(messages, rows, searcher) == subagents.links(messages, subs)
+    seq = _call_seqs(messages)["parser."]
+    assert render.parent_link(searcher, journal.session(f"{PARENT}:agent-a11")) == {
+        "href": f"/session/{PARENT}?at={seq}#seq-{seq}", "name": PARENT, "seq": seq}
