@@ -231,15 +231,17 @@ def claude_code_section():
 # -- for people ----------------------------------------------------------------------
 
 
+def sections(report):
+    """[(section name, [its lines])]: what ``render`` prints, for a page (``ui``) to lay out its own way."""
+    return [(name, section(report)) for name, section in (
+        ("journal", _journal_lines), ("hook", _hook_lines), ("sync", _sync_lines), ("spaces", _spaces_lines),
+        ("postgres", _postgres_lines), ("provider", _provider_lines), ("claude code", _claude_lines))]
+
+
 def render(report):
     """The status as aligned lines for a terminal."""
-    out = []
-    for name, section in (("journal", _journal_lines), ("hook", _hook_lines), ("sync", _sync_lines),
-                          ("spaces", _spaces_lines), ("postgres", _postgres_lines),
-                          ("provider", _provider_lines), ("claude code", _claude_lines)):
-        for index, line in enumerate(section(report)):
-            out.append(f"{name if index == 0 else '':<12} {line}")
-    return out
+    return [f"{name if index == 0 else '':<12} {line}" for name, lines in sections(report)
+            for index, line in enumerate(lines)]
 
 
 def _size(n):
