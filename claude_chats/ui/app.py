@@ -85,7 +85,7 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         except SessionNotFound as exc:
             return page("error.html", request, status_code=404, title="Not found", message=str(exc))
         info = conversation["session"]
-        links = render.subagent_links(conversation["messages"], subagents)
+        links = render.subagent_links(conversation["messages"], subagents, searcher)
         parent = render.parent_link(searcher, info) if info.get("is_subagent") else None
         return page("session.html", request, info=info, conversation=conversation, links=links, target=at,
                     subagents=subagents, parent=parent, start=start, resume=_resume(info),
@@ -100,7 +100,7 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
             subagents = searcher.subagents(session_id)
         except SessionNotFound as exc:
             return PlainTextResponse(str(exc), status_code=404)
-        links = render.subagent_links(conversation["messages"], subagents)
+        links = render.subagent_links(conversation["messages"], subagents, searcher)
         return page("_messages.html", request, conversation=conversation,
                     rendered=[render.message(m, links.get(m["seq"])) for m in conversation["messages"]],
                     info=conversation["session"])

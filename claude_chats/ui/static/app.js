@@ -72,9 +72,11 @@
   const head = $("#session");
   const messages = $("#messages");
   if (head && messages) {
-    const target = location.hash && document.getElementById(location.hash.slice(1));
+    const target = (location.hash && document.getElementById(location.hash.slice(1))) || $("article.msg.target", messages);
     if (target) {
       target.classList.add("target");
+      // a hit inside a folded tool result or thinking: show why it matched
+      target.querySelectorAll("details").forEach((d) => { d.open = true; });
       target.scrollIntoView({block: "center"});
     }
 
