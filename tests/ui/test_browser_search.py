@@ -18,9 +18,10 @@ expect = sync_api.expect
 QUERY = "timeline filtering"   # what the person remembers of one of the real sessions
 
 
-def cli_search(query):
+def cli_search(query, *options):
     """What ``chats search --local --json`` answers for ``query``: the page must show the same."""
-    out = subprocess.run(CHATS + ["search", query, "--local", "--json"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(CHATS + ["search", query, "--local", "--json", *options], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
@@ -59,6 +60,10 @@ def test_typing_finds_the_session_with_its_words_marked(ui, ui_journal, page):
     cli = cli_search(QUERY)
     assert target in {h["session_id"] for h in cli["hits"]}
     assert page.locator("#notes li.note").all_inner_texts() == cli["notes"]
+
+    page.select_option('select[name="mode"]', "fulltext")   # the mode changes: the hits follow, no Enter
+    expect(page.locator("#notes li.note")).to_have_count(len(cli_search(QUERY, "--mode", "fulltext")["notes"]))
+    expect(hit_links(page, target).first).to_be_visible()
     screenshot(page, "search")
 
 
