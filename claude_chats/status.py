@@ -27,7 +27,8 @@ def collect(settings=None, check_postgres=True, check_provider=True):
         "spaces": spaces_section(),
         "postgres": postgres_section(settings) if check_postgres else {"checked": False,
                                                                         "configured": bool(settings.database_url)},
-        "provider": provider_section(settings) if check_provider else {"checked": False},
+        "provider": provider_section(settings) if check_provider else {"checked": False, "provider": settings.provider,
+                                                                        "model": settings.model},
         "claude_code": claude_code_section(),
         "config_file": paths.config_path(),
     }
@@ -370,7 +371,8 @@ def _postgres_lines(r):
 def _provider_lines(r):
     p = r["provider"]
     if not p.get("checked", True):
-        return ["not checked"]
+        return [f"{p.get('provider')} {p.get('model') or '(default model)'}: configured (not loaded to check it)"
+                if p.get("provider") else "not checked"]
     if p.get("available"):
         return [f"{p['space']}: available (loaded in {p['load_ms']:.0f} ms)"]
     return [f"{p['provider']} {p.get('model') or '(default model)'}: unavailable: {p.get('error')}"]

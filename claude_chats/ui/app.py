@@ -85,7 +85,7 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         except SessionNotFound as exc:
             return page("error.html", request, status_code=404, title="Not found", message=str(exc))
         info = conversation["session"]
-        links = render.subagent_links(conversation["messages"], subagents)
+        links = render.subagent_links(conversation["messages"], subagents, searcher)
         parent = render.parent_link(searcher, info) if info.get("is_subagent") else None
         return page("session.html", request, info=info, conversation=conversation, links=links, target=at,
                     subagents=subagents, parent=parent, start=start, resume=_resume(info),
@@ -100,7 +100,7 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
             subagents = searcher.subagents(session_id)
         except SessionNotFound as exc:
             return PlainTextResponse(str(exc), status_code=404)
-        links = render.subagent_links(conversation["messages"], subagents)
+        links = render.subagent_links(conversation["messages"], subagents, searcher)
         return page("_messages.html", request, conversation=conversation,
                     rendered=[render.message(m, links.get(m["seq"])) for m in conversation["messages"]],
                     info=conversation["session"])
@@ -117,6 +117,8 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         strip, _ = activity.svg(searcher, project, origin)
         for row in rows:
             row["resume"] = _resume(row)
+            # resume_line puts `chats restore` first when Claude Code no longer has the transcript
+            row["restorable"] = bool(row["resume"]) and row["resume"].startswith("chats restore ")
         return page("sessions.html", request, listing=listing, rows=rows, more=len(listing["sessions"]) > shown,
                     project=project or "", origin=origin, limit=shown, strip=strip,
                     more_link="/sessions?" + urlencode({k: v for k, v in (("project", project or ""),
@@ -183,8 +185,11 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
                                      conversation={"messages": rows, "next_start_seq": None},
                                      rendered=[render.message(m) for m in rows], live=True))
 
+    def favicon(request):
+        return Response(status_code=204)
+
     routes = [
-        Route("/", home), Route("/search", search), Route("/sessions", sessions),
+        Route("/", home), Route("/favicon.ico", favicon), Route("/search", search), Route("/sessions", sessions),
         Route("/activity.svg", activity_svg), Route("/status", status_page), Route("/events", events),
         Route("/session/{session_id:str}/more", more),
         Route("/session/{session_id:str}/restore", restore_session, methods=["POST"]),

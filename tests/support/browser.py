@@ -220,11 +220,15 @@ _MARKUP = """(exported) => {
     if (exported || !s.src || new URL(s.src).origin !== here || !new URL(s.src).pathname.startsWith('/static/'))
       out.push(`script ${s.src || s.textContent.slice(0, 80)}`);
   for (const a of document.querySelectorAll('a[href], area[href]'))
-    if (!['http:', 'https:'].includes(new URL(a.href, location.href).protocol)) out.push(`link ${a.href}`);
+    if (!['http:', 'https:'].includes(new URL(a.href, location.href).protocol)
+        && !(a.getAttribute('href').startsWith('#') && /^#[\w-]+$/.test(a.getAttribute('href'))))
+      out.push(`link ${a.href}`);   // an in-page anchor (#seq-N) of an export opened from disk is no way out
   for (const img of document.querySelectorAll('img, image, video, audio, source'))
     if (img.src && !img.src.startsWith(here + '/') && !img.src.startsWith('data:')) out.push(`media ${img.src}`);
+  const ownPolicy = exported && document.head.querySelectorAll('meta[http-equiv]').length === 1
+    ? document.head.querySelector('meta[http-equiv="Content-Security-Policy"]') : null;   // the export's own CSP
   for (const el of document.querySelectorAll('iframe, frame, object, embed, base, meta[http-equiv]'))
-    out.push(el.outerHTML.slice(0, 120));
+    if (el !== ownPolicy) out.push(el.outerHTML.slice(0, 120));
   for (const f of document.querySelectorAll('form'))
     if (exported || new URL(f.action, location.href).origin !== here) out.push(`form ${f.action}`);
   const styles = document.querySelectorAll('style');   // an export carries its own CSS: one style element

@@ -175,6 +175,8 @@ def test_restore_with_the_csrf_value_writes_the_transcript_once(app, tmp_path):
     assert "written" in r.text and "claude --resume s-docker" in r.text
     written = list((tmp_path / "claude" / "projects").rglob("s-docker.jsonl"))
     assert len(written) == 1
+    row, = [r for r in c.get("/sessions").text.split('<tr class="session-row"') if '/session/s-docker"' in r]
+    assert "in Claude Code" in row and "Restore" not in row   # Claude Code has it again: no restore offered
     written[0].write_text(written[0].read_text() + '{"type":"user","note":"changed since"}\n')
     again = c.post("/session/s-docker/restore", data={"csrf": csrf})
     assert again.status_code == 409 and "force" in again.text
