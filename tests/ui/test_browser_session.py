@@ -37,7 +37,8 @@ def test_a_hit_opens_at_its_message_highlighted(ui, ui_journal, page):
     call = page.locator(f"article.msg.kind-tool_use:has(~ article#seq-{seq}) details").last   # what it did last
     call.locator("summary").click()
     assert call.get_attribute("open") is not None
-    message.evaluate("e => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 300)")
+    call.evaluate("e => window.scrollTo(0, e.closest('article').getBoundingClientRect().top + window.scrollY - 60)")
+    expect(message).to_be_in_viewport()   # the call opened, and the message still in view below it
     screenshot(page, "conversation")
 
 
