@@ -83,6 +83,8 @@ def test_keys_focus_move_and_open(ui, ui_journal, page):
     assert page.evaluate("document.activeElement.id") == "q"
     assert page.input_value("#q") == ""   # the slash focused the box; it was not typed into it
     page.keyboard.type(QUERY, delay=40)
+    # the answer to the whole query (an answer to its first letters may be shown before it)
+    expect(page.locator("#results")).to_have_attribute("data-answered", QUERY)
     expect(hit_links(page).nth(2)).to_be_visible()   # three hits at least, to move between
     first = selected(page)                           # none yet, or the first one (Enter would open it)
     assert first in (-1, 0)

@@ -99,7 +99,7 @@ def test_every_response_carries_the_headers(ui, ui_journal, page):
         headers = response.headers
         assert {d.strip() for d in headers["content-security-policy"].split(";") if d.strip()} == CSP, path
         assert headers["x-content-type-options"] == "nosniff"
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"
         assert "no-store" in headers["cache-control"]
 
 
