@@ -27,7 +27,8 @@ def collect(settings=None, check_postgres=True, check_provider=True):
         "spaces": spaces_section(),
         "postgres": postgres_section(settings) if check_postgres else {"checked": False,
                                                                         "configured": bool(settings.database_url)},
-        "provider": provider_section(settings) if check_provider else {"checked": False},
+        "provider": provider_section(settings) if check_provider else {"checked": False, "provider": settings.provider,
+                                                                        "model": settings.model},
         "claude_code": claude_code_section(),
         "config_file": paths.config_path(),
     }
@@ -231,15 +232,17 @@ def claude_code_section():
 # -- for people ----------------------------------------------------------------------
 
 
+def sections(report):
+    """[(section name, [its lines])]: what ``render`` prints, for a page (``ui``) to lay out its own way."""
+    return [(name, section(report)) for name, section in (
+        ("journal", _journal_lines), ("hook", _hook_lines), ("sync", _sync_lines), ("spaces", _spaces_lines),
+        ("postgres", _postgres_lines), ("provider", _provider_lines), ("claude code", _claude_lines))]
+
+
 def render(report):
     """The status as aligned lines for a terminal."""
-    out = []
-    for name, section in (("journal", _journal_lines), ("hook", _hook_lines), ("sync", _sync_lines),
-                          ("spaces", _spaces_lines), ("postgres", _postgres_lines),
-                          ("provider", _provider_lines), ("claude code", _claude_lines)):
-        for index, line in enumerate(section(report)):
-            out.append(f"{name if index == 0 else '':<12} {line}")
-    return out
+    return [f"{name if index == 0 else '':<12} {line}" for name, lines in sections(report)
+            for index, line in enumerate(lines)]
 
 
 def _size(n):
@@ -368,7 +371,8 @@ def _postgres_lines(r):
 def _provider_lines(r):
     p = r["provider"]
     if not p.get("checked", True):
-        return ["not checked"]
+        return [f"{p.get('provider')} {p.get('model') or '(default model)'}: configured (not loaded to check it)"
+                if p.get("provider") else "not checked"]
     if p.get("available"):
         return [f"{p['space']}: available (loaded in {p['load_ms']:.0f} ms)"]
     return [f"{p['provider']} {p.get('model') or '(default model)'}: unavailable: {p.get('error')}"]

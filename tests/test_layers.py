@@ -22,7 +22,7 @@ GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "rawlines", "hosts
           "words", "claudecode", "capture", "scrub"}
 STORES = ("localstore", "pgstore")
 ABOVE_STORES = ("sync", "stores", "purge", "pgredact", "restore", "config", "status", "doctor", "install", "evaluate",
-                "hook", "mcp", "cli")
+                "hook", "mcp", "ui", "cli")
 
 
 def module_name(path):

@@ -12,7 +12,7 @@ import click
 from .. import paths
 from ..errors import ClaudeChatsError
 
-COMMAND_MODULES = ("journal", "models", "sync", "serve", "admin", "evaluate")
+COMMAND_MODULES = ("journal", "models", "sync", "serve", "ui", "admin", "evaluate")
 
 
 class _Group(click.Group):

@@ -84,6 +84,12 @@ class Journal:
                "ORDER BY coalesce(s.last_at, s.updated_at) DESC LIMIT ?")
         return _dicts(self.conn.execute(sql, (*args, limit)))
 
+    def subagents(self, session_id):
+        """The subagent conversations ``session_id`` started, oldest first."""
+        sql = (f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.parent_session_id = ? AND s.agent_id IS NOT NULL "
+               "ORDER BY s.first_at, s.id")
+        return _dicts(self.conn.execute(sql, (session_id,)))
+
     def messages(self, session_id, start=None, end=None, kinds=None):
         """Messages of a session by sequence number, ``start``..``end`` inclusive."""
         self.session(session_id)

@@ -356,6 +356,9 @@ class LocalSearch:
     def sessions(self, limit, project_path, include_subagents, origin="human"):
         return [_session(s) for s in self.journal.sessions(limit, project_path, include_subagents, origin)]
 
+    def subagents(self, session_id):
+        return [_session(s) for s in self.journal.subagents(session_id)]
+
 
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
               "uuid", "content", "is_subagent")

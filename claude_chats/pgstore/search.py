@@ -401,6 +401,13 @@ class PgSearch:
                + " ORDER BY c.last_at DESC NULLS LAST LIMIT %(limit)s")
         return [dict(zip(_SESSION_NAMES, row)) for row in self._rows(sql, params)]
 
+    def subagents(self, session_id):
+        if _holds_nul(session_id):
+            return []
+        sql = (_SESSIONS + " WHERE c.parent_session_id = %s AND c.agent_id IS NOT NULL "
+               "ORDER BY c.started_at NULLS LAST, c.session_id")
+        return [dict(zip(_SESSION_NAMES, row)) for row in self._rows(sql, (session_id,))]
+
 
 def web_tsquery(text):
     """``search.web_query`` of ``text`` as ``to_tsquery`` input: the journal's reading of web-search

@@ -300,3 +300,6 @@ class Backend(Protocol):
 
     def sessions(self, limit, project_path, include_subagents, origin):
         """The most recent conversations, newest first (``origin``: one of ``ORIGINS``)."""
+
+    def subagents(self, session_id):
+        """The subagent conversations ``session_id`` started (rows as ``sessions``), oldest first."""

@@ -264,11 +264,11 @@ class Searcher:
         with self._lock:
             return self._each_backend(lambda backend, notes: self._search(backend, request, notes))
 
-    def _each_backend(self, action, missing_ok=False):
+    def _each_backend(self, action, missing_ok=False, local_first=False):
         """``action(backend, notes)`` on Postgres, else on the journal (``missing_ok``: also when
-        Postgres does not have the session yet)."""
+        Postgres does not have the session yet; ``local_first``: the journal first, when there is one)."""
         notes = []
-        backends = list(self._backends(notes))
+        backends = [self.local] if local_first and self.local is not None else list(self._backends(notes))
         for index, backend in enumerate(backends):
             before = len(notes)
             try:
@@ -423,14 +423,17 @@ class Searcher:
     # -- reading and listing ------------------------------------------------------------
 
     def conversation(self, session_id, start_seq=None, end_seq=None, limit=50, kinds=None,
-                     max_chars=20_000, message_chars=4_000):
-        """A page of one conversation with its totals; ``next_start_seq`` when more follows."""
+                     max_chars=20_000, message_chars=4_000, local_first=False):
+        """A page of one conversation with its totals; ``next_start_seq`` when more follows.
+
+        ``local_first``: the journal before Postgres (what the hook recorded a moment ago is in the
+        journal first: ``ui.live``)."""
         kinds = tuple(kinds) if kinds else transcript.CONVERSATION_KINDS
         clean = redact if self.redact_results else None
         with self._lock:
             return self._each_backend(lambda backend, notes: _page(
                 backend, notes, session_id, start_seq, end_seq, limit, kinds, max_chars, message_chars, clean),
-                missing_ok=True)
+                missing_ok=True, local_first=local_first)
 
     def recent_sessions(self, limit=10, project_path=None, include_subagents=False, max_chars=None, origin="human"):
         """The most recent conversations, newest first (within ``max_chars`` as JSON: the oldest left out;
@@ -442,6 +445,23 @@ class Searcher:
             return self._each_backend(lambda backend, notes: _listing(
                 backend.source, notes, [_session_dict(s, clean) for s in backend.sessions(
                     limit, self._project_in(backend, project), include_subagents, origin)], max_chars))
+
+
+    def subagents(self, session_id):
+        """The subagent conversations ``session_id`` started, oldest first (``recent_sessions``' dicts)."""
+        clean = redact if self.redact_results else None
+        with self._lock:
+            return self._each_backend(lambda backend, notes: [_session_dict(s, clean)
+                                                              for s in backend.subagents(session_id)])
+
+    def session_rows(self, limit, project_path=None, origin="human"):
+        """(source, rows) of the ``limit`` most recent sessions (not subagents) as the store has them,
+        not redacted: for counting (``ui.activity``), not for showing."""
+        project = project_path.rstrip("/") or "/" if project_path else None
+        origin = check_origin(origin)
+        with self._lock:
+            return self._each_backend(lambda backend, notes: (backend.source, backend.sessions(
+                limit, self._project_in(backend, project), False, origin)))
 
 
 WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)
