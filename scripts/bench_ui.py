@@ -303,6 +303,8 @@ def markdown(results):
     row("`/session/<id>`, 20,000 messages: first page / next `/more`, wall p50 ms",
         lambda v: f"{v['ui']['pages']['session_long']['wall_p50']:.0f} / "
                   f"{v['ui']['pages']['session_long_more']['wall_p50']:.0f}")
+    row("store that answered (UI; CLI)", lambda v: f"{','.join(v['ui']['search']['hybrid']['sources'])}; "
+                                                 f"{v['cli']['hybrid']['source']}")
     row("server peak RSS MB (300)", lambda v: f"{v['ui']['peak_rss']:.0f}")
     row("server up (URL line) s", lambda v: f"{v['ui']['listening_s']:.2f}")
     row("load before -> after (UI; CLI)",
