@@ -180,17 +180,19 @@ def ui_search(ui, repeat):
         for query, filters in scale.QUERIES:                      # the untimed pass
             wall, server, _ = ui.get("/search", **search_params(query, filters, mode))
             first = first or {"mode": mode, "wall_ms": wall, "server_ms": server}
-        walls, servers, sources, hits = [], [], set(), 0
+        walls, servers, sources, hits, each = [], [], set(), 0, {}
         for _ in range(repeat):
             for query, filters in scale.QUERIES:
                 wall, server, r = ui.get("/search", **search_params(query, filters, mode))
                 walls.append(wall)
                 servers.append(server if server is not None else float("nan"))
+                each.setdefault(query, []).append(servers[-1])
                 sources.update(SOURCE.findall(r.text))
                 hits += r.text.count('class="hit"')
         out[mode] = {"server_p50": pct(servers), "server_p95": pct(servers, 0.95), "wall_p50": pct(walls),
                      "wall_p95": pct(walls, 0.95), "sources": sorted(sources), "hits": hits,
-                     "missing_timing": sum(1 for s in servers if s != s)}
+                     "missing_timing": sum(1 for s in servers if s != s),
+                     "server_p50_by_query": {q: pct(v) for q, v in each.items()}}
     out["first"] = first
     return out
 
