@@ -55,6 +55,8 @@ def timed(what, notes, fn, *args):
     """``fn(*args)``, its duration appended to ``notes`` (the NOTES.md lines of this run)."""
     before, started = load(), time.perf_counter()
     value = fn(*args)
+    if time.perf_counter() - started < 1:
+        return value                         # reused from an earlier run: nothing to note
     notes.append(f"- {time.strftime('%H:%M:%S')} {what}: {time.perf_counter() - started:.0f} s "
                  f"(load {before} -> {load()})")
     say(" ", notes[-1][2:])
