@@ -25,7 +25,8 @@ one client, the launch token's cookie):
 Prints a markdown table with the load average before and after, writes ``--results`` (JSON).
 
     nice -n 10 .venv/bin/python scripts/bench_ui.py [--sizes 100000,1000000] [--data /work/scale-data]
-        [--pg] [--repeat 3] [--build-only] [--results FILE]
+        [--pg] [--stores journal,postgres] [--repeat 3] [--cli-repeat 1] [--build-only] [--results FILE]
+    .venv/bin/python scripts/bench_ui.py --table RESULTS.json...    # one table of several runs
 """
 
 import argparse
@@ -103,6 +104,18 @@ def postgres_data(ctx, n, home, notes):
     pushed = timed(f"{n:,}: chats sync into Postgres", notes, scale.sync_home, copy, ROOT, ctx.port, ctx.vectors, url)
     json.dump({k: v for k, v in pushed.items()}, open(marker, "w"), indent=1, default=str)
     return copy, url
+
+
+def coverage(home):
+    """(messages, messages with vectors) of the journal, from its counters."""
+    conn = sqlite3.connect(f"file:{os.path.join(home, 'journal.db')}?mode=ro", uri=True)
+    try:
+        messages = conn.execute("SELECT coalesce(sum(messages), 0) FROM message_counts").fetchone()[0]
+        vectors = conn.execute("SELECT coalesce(max(n), 0) FROM (SELECT sum(messages) AS n FROM vector_counts "
+                               "GROUP BY space_id)").fetchone()[0]
+        return messages, vectors
+    finally:
+        conn.close()
 
 
 def session_near(home, messages):
@@ -328,7 +341,15 @@ def main():
     parser.add_argument("--cli-repeat", type=int, default=1, help="passes of `chats search` over the queries")
     parser.add_argument("--build-only", action="store_true", help="build (or check) the data and stop")
     parser.add_argument("--results", help="JSON results file (default <data>/ui-results-<time>.json)")
+    parser.add_argument("--table", nargs="+", metavar="RESULTS", help="print one table of earlier results files "
+                                                                       "and stop")
     args = parser.parse_args()
+    if args.table:
+        merged = {"sizes": {}}
+        for path in args.table:
+            for n, per in json.load(open(path))["sizes"].items():
+                merged["sizes"].setdefault(n, {}).update(per)
+        return say(markdown(merged))
     try:
         sizes = [int(s.replace("_", "")) for s in args.sizes.split(",")]
     except ValueError:
@@ -361,6 +382,8 @@ def main():
                 continue
             ctx.session = session_near(home, SESSION_TARGET)
             per = results["sizes"][str(n)] = {}
+            results.setdefault("coverage", {})[str(n)] = coverage(home)
+            say(f"  messages {results['coverage'][str(n)][0]:,}, with vectors {results['coverage'][str(n)][1]:,}")
             for store in stores:
                 home_, url = homes[store]
                 env = scale.env_for(home_, ROOT, ctx.port, url)
