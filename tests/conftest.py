@@ -3,7 +3,8 @@
 The shared fixtures live in tests/support (registered here as plugins): ``pg``
 (pg_url, pg_db_url), ``model`` (test_model_path, minilm), ``corpus`` (the
 transcripts of ../shared) and ``journals`` (empty_journal, journal_conn,
-corpus_journal, synced_journal, pg_synced_journal) and ``on_disk`` (pg_on_disk).
+corpus_journal, synced_journal, pg_synced_journal), ``on_disk`` (pg_on_disk), ``browser`` (chromium,
+page, sink) and ``ui_corpus`` (ui_journal, ui: ``chats ui`` over real and hostile transcripts).
 """
 
 import pytest
@@ -12,7 +13,7 @@ from claude_chats.config import SETTINGS
 from claude_chats.faults import ENV as SYNC_DIE_AT
 
 pytest_plugins = ["tests.support.model", "tests.support.pg", "tests.support.corpus", "tests.support.journals",
-                  "tests.support.on_disk"]
+                  "tests.support.on_disk", "tests.support.browser", "tests.support.ui_corpus"]
 
 # What the product reads from the environment besides its settings: where its state and Claude
 # Code's live, the Ollama model store, the Postgres client's host and TLS defaults, the fault

@@ -9,7 +9,7 @@ cache (``cache_dir()``), so a second build (another ``CLAUDE_CHATS_HOME``, the t
 or copies the file. ``scripts/build_test_model.py`` builds the test model with the same code.
 
 384 dimensions, a 512-token window (trained at 256), 22 M parameters, 44 MB as f16:
-README.md, "Embedding models", has its quality and speed against the larger models.
+docs/models.md, "What the small model trades", has its quality and speed against the larger models.
 """
 
 import glob

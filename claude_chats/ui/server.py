@@ -6,6 +6,7 @@ model and the index), and uvicorn serves without an access log: the log would ho
 """
 
 import ipaddress
+import signal
 import socket
 import sys
 import threading
@@ -73,13 +74,16 @@ def serve(host="127.0.0.1", port=DEFAULT_PORT, allow_remote=False, open_browser=
     if not is_loopback(host):
         print(f"warning: serving on {host}: anyone who can reach it and has the URL reads every conversation",
               file=sys.stderr)
+    early = []   # a stop asked for between the URL line and uvicorn's own handlers
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda number, frame: early.append(number))
     print(f"claude-chats ui: {url}", file=out, flush=True)
     threading.Thread(target=searcher.warm, name="warm", daemon=True).start()
     if open_browser:
         threading.Timer(0.3, lambda: webbrowser.open(url)).start()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2,
                             server_header=False)
-    server = _server_class(uvicorn)(config)
+    server = _server_class(uvicorn, early)(config)
     try:
         server.run(sockets=[sock])
     finally:
@@ -87,13 +91,19 @@ def serve(host="127.0.0.1", port=DEFAULT_PORT, allow_remote=False, open_browser=
         sock.close()
 
 
-def _server_class(uvicorn):
+def _server_class(uvicorn, early):
     class Server(uvicorn.Server):
         """uvicorn's server, but a stop asked for (Ctrl-C, SIGTERM) ends the process cleanly (exit 0):
-        uvicorn re-raises the signal once it has shut down, which Click reports as "Aborted!"."""
+        uvicorn re-raises the signal once it has shut down, which Click reports as "Aborted!"; and a
+        stop asked for before uvicorn listened for it (``early``) stops it as soon as it has started."""
 
         def handle_exit(self, sig, frame):
             super().handle_exit(sig, frame)
             getattr(self, "_captured_signals", []).clear()
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if early:
+                self.should_exit = True
 
     return Server

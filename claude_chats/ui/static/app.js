@@ -6,6 +6,7 @@
   const $ = (sel, root) => (root || document).querySelector(sel);
   const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
   const DEBOUNCE_MS = 200;
+  let current = -1;   // the selected hit (j/k, arrows)
 
   function typing(el) {
     return el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable);
@@ -36,7 +37,6 @@
     if (box.value) { box.setSelectionRange(box.value.length, box.value.length); select(0); }
   }
 
-  let current = -1;
   function select(index) {
     const hits = $$("#hits .hit");
     hits.forEach((h) => h.classList.remove("selected"));
@@ -72,9 +72,11 @@
   const head = $("#session");
   const messages = $("#messages");
   if (head && messages) {
-    const target = location.hash && document.getElementById(location.hash.slice(1));
+    const target = (location.hash && document.getElementById(location.hash.slice(1))) || $("article.msg.target", messages);
     if (target) {
       target.classList.add("target");
+      // a hit inside a folded tool result or thinking: show why it matched
+      target.querySelectorAll("details").forEach((d) => { d.open = true; });
       target.scrollIntoView({block: "center"});
     }
 
