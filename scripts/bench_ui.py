@@ -72,7 +72,9 @@ def journal_data(ctx, n, notes):
     home = os.path.join(folder, "home-this")
     built = timed(f"{n:,}: journal (chats import)", notes, scale.build_home, home, ROOT, "this", folder, ctx.port,
                   ctx.vectors, False, False)
-    if "sync" not in built:     # build_home's sync step, on its own: an import made earlier is kept
+    if "sync" not in built and ctx.as_is:
+        say("  --as-is: the journal's sync is not finished; measured with the vectors it has")
+    elif "sync" not in built:     # build_home's sync step, on its own: an import made earlier is kept
         before = load()
         built["sync"] = timed(f"{n:,}: vectors (chats sync)", notes, scale.sync_home, home, ROOT, ctx.port, ctx.vectors)
         built["sync"]["load"] = (before, load())
@@ -339,6 +341,8 @@ def main():
     parser.add_argument("--stores", default="journal,postgres", help="of journal, postgres (postgres needs --pg)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the queries and pages")
     parser.add_argument("--cli-repeat", type=int, default=1, help="passes of `chats search` over the queries")
+    parser.add_argument("--as-is", action="store_true", help="measure a journal whose sync was stopped as it is "
+                                                             "(the coverage is printed), without finishing it")
     parser.add_argument("--build-only", action="store_true", help="build (or check) the data and stop")
     parser.add_argument("--results", help="JSON results file (default <data>/ui-results-<time>.json)")
     parser.add_argument("--table", nargs="+", metavar="RESULTS", help="print one table of earlier results files "
@@ -359,6 +363,7 @@ def main():
         parser.error(f"unknown store in --stores {args.stores!r}")
     ctx = scale.Context()
     ctx.data, ctx.repeat, ctx.cli_repeat, ctx.postgres = args.data, args.repeat, args.cli_repeat, None
+    ctx.as_is = args.as_is
     pg_server = None
     ctx.vectors = scale.Vectors()
     ctx.vectors.real(["the real model is loaded before anything is timed"])
