@@ -215,6 +215,7 @@ class LocalSearch:
             if not vectors.legacy(self.conn, plan.space_id):
                 return []   # the index is gone: ``chats sync`` embeds again (``vectors.repair``)
             return self._legacy_semantic(plan, where, args)
+        rows = None
         if plan.filters.session_id is None:
             knn = plan.candidates * (4 if _only_kinds(plan.filters) else 16)
             for widen in WIDEN:
@@ -222,23 +223,26 @@ class LocalSearch:
                 found = self._preselected(ids, similarities, where, args, plan.candidates)
                 if len(found) >= plan.candidates or (reader.whole and len(ids) < knn):
                     return _candidates(found)
-                if widen == WIDEN[0] and self._few(plan.space_id, where, args):
-                    break
+                if widen == WIDEN[0]:
+                    rows = self._filtered_chunks(plan.space_id, where, args, EXACT_MAX + 1)
+                    if len(rows) <= EXACT_MAX:
+                        break   # few enough to score exactly: the rows are read once, here
+                    rows = None
                 knn *= 4
-        return _candidates(self._exact_index(plan, where, args))
+        return _candidates(self._exact_index(plan, where, args, rows))
 
-    def _few(self, space_id, where, args):
-        """Whether the filters leave at most ``EXACT_MAX`` chunks of the space (scored exactly then)."""
-        sql = (f"SELECT count(*) FROM (SELECT 1 FROM messages m JOIN sessions s ON s.id = m.session_id "
-               f"JOIN chunks c ON c.message_id = m.id AND c.space_id = ? WHERE {where} LIMIT ?)")
-        return self.conn.execute(sql, (space_id, *args, EXACT_MAX + 1)).fetchall()[0][0] <= EXACT_MAX
-
-    def _exact_index(self, plan, where, args):
-        """Rows like ``_knn``'s: every chunk the filters leave, scored exactly, best per message."""
+    def _filtered_chunks(self, space_id, where, args, limit=None):
+        """(chunk id, message id, session id, start, end) of the space's chunks the filters leave."""
         sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM messages m "
                f"JOIN sessions s ON s.id = m.session_id JOIN chunks c ON c.message_id = m.id AND c.space_id = ? "
-               f"WHERE {where}")
-        rows = self.conn.execute(sql, (plan.space_id, *args)).fetchall()
+               f"WHERE {where}" + (" LIMIT ?" if limit else ""))
+        return self.conn.execute(sql, (space_id, *args, *((limit,) if limit else ()))).fetchall()
+
+    def _exact_index(self, plan, where, args, rows=None):
+        """Rows like ``_knn``'s: every chunk the filters leave (``rows``, when already read), scored
+        exactly, best per message."""
+        if rows is None:
+            rows = self._filtered_chunks(plan.space_id, where, args)
         found = ivf.vectors_of(self.conn, plan.space_id, [r[0] for r in rows])
         q = np.asarray(plan.vector, np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)

@@ -334,7 +334,9 @@ class Searcher:
         a person's (``origin`` "human"), else None."""
         if plan.filters.origin != "human":
             return None
-        found = backend.candidates(replace(plan, filters=replace(plan.filters, origin="machine")))
+        # words are what "match" means here: with a full-text leg, the vector leg is not run again for a note
+        legs = ("fulltext",) if "fulltext" in plan.legs else plan.legs
+        found = backend.candidates(replace(plan, legs=legs, filters=replace(plan.filters, origin="machine")))
         return len({c.session_id for c in found}), len(found) >= plan.candidates
 
     def _project_in(self, backend, project_path):
