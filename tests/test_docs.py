@@ -118,6 +118,12 @@ def test_every_relative_link_reaches_a_file(page):
     assert not broken, f"{page.name}: " + "; ".join(broken)
 
 
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in links(ROOT / "README.md")}
+    orphans = [page.name for page in PAGES[1:] if page.resolve() not in linked]
+    assert not orphans, f"README.md links no: {', '.join(orphans)}"
+
+
 def test_the_link_check_sees_a_broken_link(tmp_path):
     page = tmp_path / "page.md"
     (tmp_path / "there.md").write_text("# A heading, with `code`\n\n## Again\n\n## Again\n", encoding="utf-8")

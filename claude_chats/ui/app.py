@@ -165,7 +165,7 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
     def export_session(request):
         session_id, kind = request.path_params["session_id"], request.path_params["kind"]
         try:
-            info, messages = _whole(searcher, session_id)
+            info, messages = export.read(searcher, session_id, kinds=ALL_KINDS)   # thinking too, as on the page
         except SessionNotFound as exc:
             return PlainTextResponse(str(exc), status_code=404)
         name = _file_name(session_id)
@@ -214,18 +214,6 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
 def _messages(searcher, session_id, start):
     return searcher.conversation(session_id, start_seq=start, limit=PAGE, kinds=ALL_KINDS, max_chars=None,
                                  message_chars=MESSAGE_CHARS)
-
-
-def _whole(searcher, session_id, limit=100_000):
-    """The session and every message of it (export), page by page."""
-    start, messages, info = 0, [], None
-    while start is not None and len(messages) < limit:
-        page = searcher.conversation(session_id, start_seq=start, limit=500, kinds=ALL_KINDS, max_chars=None,
-                                     message_chars=10_000_000)
-        info = info or page["session"]
-        messages.extend(page["messages"])
-        start = page["next_start_seq"]
-    return info, messages
 
 
 # -- forms -----------------------------------------------------------------------------------

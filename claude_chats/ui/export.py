@@ -39,13 +39,14 @@ _PROSE = (transcript.TEXT, transcript.RECAP)
 MAX_MESSAGES = 50_000     # messages an export reads at most (a session of 10,000 is 20 pages)
 
 
-def read(searcher, session_id, message_chars=100_000, per_page=500):
+def read(searcher, session_id, message_chars=100_000, per_page=500, kinds=None):
     """(session, messages) of a whole conversation read through ``searcher`` page by page (redacted
-    as it redacts), at most ``MAX_MESSAGES``; thinking is left out as on the session page."""
+    as it redacts), at most ``MAX_MESSAGES``; ``kinds``: the message kinds (default: the
+    conversation's, thinking left out)."""
     session, messages, start = None, [], 0
     while start is not None and len(messages) < MAX_MESSAGES:
         page = searcher.conversation(session_id, start_seq=start, limit=per_page, max_chars=None,
-                                     message_chars=message_chars)
+                                     message_chars=message_chars, kinds=kinds)
         session = session or page["session"]
         messages += page["messages"]
         start = page["next_start_seq"]

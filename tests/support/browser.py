@@ -209,7 +209,7 @@ def sink():
 # -- what a page must never do with stored text ----------------------------------------------------
 
 # Every element the page has that stored text could have smuggled in as markup rather than text.
-_MARKUP = """(exported) => {
+_MARKUP = r"""(exported) => {
   const out = [];
   const here = exported ? 'file:' : location.origin;
   for (const el of document.querySelectorAll('*')) {

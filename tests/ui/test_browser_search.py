@@ -18,9 +18,10 @@ expect = sync_api.expect
 QUERY = "timeline filtering"   # what the person remembers of one of the real sessions
 
 
-def cli_search(query):
+def cli_search(query, *options):
     """What ``chats search --local --json`` answers for ``query``: the page must show the same."""
-    out = subprocess.run(CHATS + ["search", query, "--local", "--json"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(CHATS + ["search", query, "--local", "--json", *options], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
@@ -59,6 +60,10 @@ def test_typing_finds_the_session_with_its_words_marked(ui, ui_journal, page):
     cli = cli_search(QUERY)
     assert target in {h["session_id"] for h in cli["hits"]}
     assert page.locator("#notes li.note").all_inner_texts() == cli["notes"]
+
+    page.select_option('select[name="mode"]', "fulltext")   # the mode changes: the hits follow, no Enter
+    expect(page.locator("#notes li.note")).to_have_count(len(cli_search(QUERY, "--mode", "fulltext")["notes"]))
+    expect(hit_links(page, target).first).to_be_visible()
     screenshot(page, "search")
 
 
@@ -78,6 +83,8 @@ def test_keys_focus_move_and_open(ui, ui_journal, page):
     assert page.evaluate("document.activeElement.id") == "q"
     assert page.input_value("#q") == ""   # the slash focused the box; it was not typed into it
     page.keyboard.type(QUERY, delay=40)
+    # the answer to the whole query (an answer to its first letters may be shown before it)
+    expect(page.locator("#results")).to_have_attribute("data-answered", QUERY)
     expect(hit_links(page).nth(2)).to_be_visible()   # three hits at least, to move between
     first = selected(page)                           # none yet, or the first one (Enter would open it)
     assert first in (-1, 0)

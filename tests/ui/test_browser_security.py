@@ -86,6 +86,7 @@ def test_a_post_from_another_origin_is_refused(ui, ui_journal, page):
     assert raw_post(ui, restore, fields, Cookie=cookie, Origin="http://evil.example") == 403
     assert raw_post(ui, restore, fields, Cookie=cookie, Origin=f"http://{REBIND_HOST}:{ui.port}") == 403
     assert raw_post(ui, restore, fields, Origin=f"http://127.0.0.1:{ui.port}") == 403   # no cookie
+    assert raw_post(ui, restore, {}, Cookie=cookie, Origin="null") == 403   # an opaque origin, no CSRF value
     assert raw_post(ui, restore, fields, Cookie=cookie, Origin=f"http://127.0.0.1:{ui.port}") not in (403, 500)
 
 
@@ -98,7 +99,7 @@ def test_every_response_carries_the_headers(ui, ui_journal, page):
         headers = response.headers
         assert {d.strip() for d in headers["content-security-policy"].split(";") if d.strip()} == CSP, path
         assert headers["x-content-type-options"] == "nosniff"
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"
         assert "no-store" in headers["cache-control"]
 
 

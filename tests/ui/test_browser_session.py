@@ -20,7 +20,7 @@ QUERY = "timeline filtering"
 def test_a_hit_opens_at_its_message_highlighted(ui, ui_journal, page):
     ui.login(page)
     target = session_id(ui_journal.path(TIMELINE))
-    page.goto(ui.path("/search?" + urllib.parse.urlencode({"q": QUERY})))
+    page.goto(ui.path("/search?" + urllib.parse.urlencode({"q": QUERY, "kind": "text"})))   # said, not tool output
     link = page.locator(f'#hits a.hit-link[href^="/session/{target}?"]').first
     href = link.get_attribute("href")
     seq = urllib.parse.parse_qs(urllib.parse.urlsplit(href).query)["at"][0]
@@ -34,6 +34,11 @@ def test_a_hit_opens_at_its_message_highlighted(ui, ui_journal, page):
     assert page.locator("article.msg.target").count() == 1
     text = message.text_content().lower()   # a tool result's text may be collapsed: it is there all the same
     assert any(word in text for word in QUERY.split()), text[:300]
+    call = page.locator(f"article.msg.kind-tool_use:has(~ article#seq-{seq}) details").last   # what it did last
+    call.locator("summary").click()
+    assert call.get_attribute("open") is not None
+    call.evaluate("e => window.scrollTo(0, e.closest('article').getBoundingClientRect().top + window.scrollY - 60)")
+    expect(message).to_be_in_viewport()   # the call opened, and the message still in view below it
     screenshot(page, "conversation")
 
 

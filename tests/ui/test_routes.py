@@ -75,7 +75,7 @@ def test_every_answer_carries_the_policy(app):
     csp = r.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "default-src 'none'" in csp
     assert r.headers["x-content-type-options"] == "nosniff"
-    assert r.headers["referrer-policy"] == "no-referrer"
+    assert r.headers["referrer-policy"] == "same-origin"
     assert client(app, token=False).get("/").headers["content-security-policy"] == csp
 
 

@@ -27,7 +27,12 @@
       results.classList.add("busy");
       fetch("/search?" + params.toString(), {credentials: "same-origin"})
         .then((r) => r.text())
-        .then((html) => { if (mine === asked) { results.innerHTML = html; select(0); } })
+        .then((html) => {
+          if (mine !== asked) return;   // a later keystroke asked again: its answer is the one shown
+          results.innerHTML = html;
+          results.dataset.answered = params.get("q");
+          select(0);
+        })
         .finally(() => { if (mine === asked) results.classList.remove("busy"); });
     };
     const later = () => { clearTimeout(timer); timer = setTimeout(run, DEBOUNCE_MS); };
