@@ -268,13 +268,25 @@ def _line(text):
     return f'<p class="body">{escape(text)}</p>'
 
 
+_COMMAND_PART = re.compile(r"<command-(name|args)>(.{0,2000}?)</command-\1>", re.S)
+
+
+def _command(text):
+    """A slash command as the person typed it (``/doctor args``), its stored wrapper folded below."""
+    parts = dict(_COMMAND_PART.findall(text[:20_000]))
+    if not parts.get("name"):
+        return _preformatted(text)
+    typed = " ".join(p.strip() for p in (parts["name"], parts.get("args", "")) if p.strip())
+    return f'<p class="body command"><code>{escape(typed)}</code></p>' + _collapsed("command-raw", "as stored", text)
+
+
 _BODIES = {
     transcript.TEXT: _prose, transcript.RECAP: _prose, transcript.LINK: _line,
     transcript.TOOL_USE: _tool_use, transcript.TOOL_RESULT: _tool_result,
     transcript.THINKING: lambda text: _collapsed("thinking", "thinking", text),
     transcript.META: lambda text: _collapsed("meta", "note from Claude Code", text),
     transcript.COMPACT_SUMMARY: _compact_summary, transcript.COMPACT_BOUNDARY: _compact_boundary,
-    transcript.COMMAND: _preformatted, transcript.INTERRUPT: _line,
+    transcript.COMMAND: _command, transcript.INTERRUPT: _line,
 }
 _KIND_LABELS = {"text": "text", "tool_use": "tool call", "tool_result": "tool result",
                 "compact_summary": "compaction summary", "compact_boundary": "compaction", "meta": "note",

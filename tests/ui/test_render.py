@@ -203,3 +203,14 @@ def test_session_href_quotes_and_anchors():
 def test_no_mix_of_markup_renders_anything_active(text, kind):
     assert problems(render.markdown(text)) == []
     assert problems(render.message({"seq": 1, "role": "assistant", "kind": kind, "text": text})) == []
+
+
+def test_a_slash_command_reads_as_typed_and_its_wrapper_is_folded():
+    stored = ("<command-message>doctor is running…</command-message>\n<command-name>/doctor</command-name>\n"
+              "<command-args>--fix <img src=x onerror=alert(1)></command-args>")
+    html = str(render.message({"seq": 3, "role": "user", "kind": transcript.COMMAND, "text": stored}))
+    assert '<code>/doctor --fix &lt;img src=x onerror=alert(1)&gt;</code>' in html
+    assert "<details" in html and "&lt;command-name&gt;" in html
+    assert problems(html) == []
+    plain = str(render.message({"seq": 4, "role": "user", "kind": transcript.COMMAND, "text": "/clear"}))
+    assert "/clear" in plain and "<code>" not in plain.split("</header>", 1)[1].split("<pre")[0]
