@@ -457,13 +457,13 @@ class Searcher:
                                                               for s in backend.subagents(session_id)])
 
     def session_rows(self, limit, project_path=None, origin="human"):
-        """(source, rows) of the ``limit`` most recent sessions (not subagents) as the store has them,
-        not redacted: for counting (``ui.activity``), not for showing."""
+        """The ``limit`` most recent sessions (not subagents) as the store has them, not redacted: for
+        counting (``ui.activity``), not for showing."""
         project = project_path.rstrip("/") or "/" if project_path else None
         origin = check_origin(origin)
         with self._lock:
-            return self._each_backend(lambda backend, notes: (backend.source, backend.sessions(
-                limit, self._project_in(backend, project), False, origin)))
+            return self._each_backend(lambda backend, notes: backend.sessions(
+                limit, self._project_in(backend, project), False, origin))
 
 
 WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)

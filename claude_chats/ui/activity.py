@@ -45,10 +45,10 @@ def counts(rows, today=None, days=DAYS):
 
 def svg(searcher, project=None, origin="human", today=None):
     """The strip for the configured store (``Searcher.session_rows``), as inline SVG markup."""
-    source, rows = searcher.session_rows(SESSIONS, project, origin)
+    rows = searcher.session_rows(SESSIONS, project, origin)
     by_project = counts(rows, today)
     clean = _cleaner(searcher)
-    return draw(by_project, clean, today), source
+    return draw(by_project, clean, today)
 
 
 def draw(by_project, clean=None, today=None, days=DAYS):

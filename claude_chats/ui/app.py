@@ -1,4 +1,4 @@
-"""The routes of ``chats ui`` (the contract: docs/ui.md): search, a conversation, sessions, status, export.
+"""The routes of ``chats ui`` (docs/commands.md; its doors: RELIABILITY.md, "The viewer"): search, a conversation, sessions, status, export.
 
 ``create_app(searcher, token=..., hosts=...)`` gives the ASGI app behind ``guard.Guard``. Every page
 reads through the ``Searcher`` the CLI and the MCP server use (Postgres when it answers, else the
@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -30,7 +30,7 @@ from . import activity, export, guard, live, render
 PAGE = 200            # messages a session page (and each "more" of it) shows
 BEFORE_TARGET = 20    # messages shown above the one a search hit opens at
 SESSIONS_PAGE = 100   # sessions a sessions page lists
-MESSAGE_CHARS = 200_000   # a message longer than this is cut in the page (the export has it whole)
+MESSAGE_CHARS = live.MESSAGE_CHARS   # a message longer than this is cut in the page (the export has it whole)
 ROLES = ("user", "assistant", "system")
 HIT_LIMIT = 20
 ALL_KINDS = transcript.KINDS
@@ -80,12 +80,10 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         if start is None:
             start = max(0, at - min(BEFORE_TARGET, PAGE // 4)) if at is not None else 0
         try:
-            conversation = _messages(searcher, session_id, start)
-            subagents = searcher.subagents(session_id)
+            conversation, subagents, links = _messages(searcher, session_id, start)
         except SessionNotFound as exc:
             return page("error.html", request, status_code=404, title="Not found", message=str(exc))
         info = conversation["session"]
-        links = render.subagent_links(conversation["messages"], subagents, searcher)
         parent = render.parent_link(searcher, info) if info.get("is_subagent") else None
         return page("session.html", request, info=info, conversation=conversation, links=links, target=at,
                     subagents=subagents, parent=parent, start=start, resume=_resume(info),
@@ -96,11 +94,9 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         session_id = request.path_params["session_id"]
         after = _int(request.query_params.get("after"))
         try:
-            conversation = _messages(searcher, session_id, 0 if after is None else after + 1)
-            subagents = searcher.subagents(session_id)
+            conversation, _, links = _messages(searcher, session_id, 0 if after is None else after + 1)
         except SessionNotFound as exc:
             return PlainTextResponse(str(exc), status_code=404)
-        links = render.subagent_links(conversation["messages"], subagents, searcher)
         return page("_messages.html", request, conversation=conversation,
                     rendered=[render.message(m, links.get(m["seq"])) for m in conversation["messages"]],
                     info=conversation["session"])
@@ -114,7 +110,7 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         except PostgresUnavailable as exc:
             return page("error.html", request, status_code=503, title="No store", message=str(exc))
         rows = listing["sessions"][:shown]
-        strip, _ = activity.svg(searcher, project, origin)
+        strip = activity.svg(searcher, project, origin)
         for row in rows:
             row["resume"] = _resume(row)
             # resume_line puts `chats restore` first when Claude Code no longer has the transcript
@@ -128,7 +124,7 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
         project = (request.query_params.get("project") or "").strip() or None
         origin = _choice(request.query_params.get("origin"), ORIGINS, "human")
         try:
-            svg, _ = activity.svg(searcher, project, origin)
+            svg = activity.svg(searcher, project, origin)
         except PostgresUnavailable as exc:
             return PlainTextResponse(str(exc), status_code=503)
         return Response(str(svg), media_type="image/svg+xml")
@@ -141,8 +137,6 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
                                      status_code=403)
         to = (form.get("to") or "").strip() or None
         force = form.get("force") == "1"
-        from starlette.concurrency import run_in_threadpool
-
         return await run_in_threadpool(_restore, session_id, to, force, request)
 
     def _restore(session_id, to, force, request):
@@ -212,8 +206,11 @@ def create_app(searcher, token, hosts, journal_path=None, watch=True, status=Non
 
 
 def _messages(searcher, session_id, start):
-    return searcher.conversation(session_id, start_seq=start, limit=PAGE, kinds=ALL_KINDS, max_chars=None,
-                                 message_chars=MESSAGE_CHARS)
+    """(a page of the conversation from seq ``start``, its subagents, {call seq: subagent id} of the page)."""
+    conversation = searcher.conversation(session_id, start_seq=start, limit=PAGE, kinds=ALL_KINDS, max_chars=None,
+                                         message_chars=MESSAGE_CHARS)
+    subagents = searcher.subagents(session_id)
+    return conversation, subagents, render.subagent_links(conversation["messages"], subagents, searcher)
 
 
 # -- forms -----------------------------------------------------------------------------------

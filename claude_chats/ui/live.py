@@ -13,11 +13,12 @@ import os
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from .. import paths
+from .. import paths, transcript
 from ..errors import ClaudeChatsError
 
 INTERVAL = 1.0        # seconds between two looks at the journal
 KEEPALIVE = 15.0      # seconds of quiet after which a comment line keeps the connection open
+MESSAGE_CHARS = 200_000   # as a session page (``app.MESSAGE_CHARS``): a longer message is cut
 MAX_LISTENERS = 64    # open event streams at once: more are refused (a page reconnects later)
 
 
@@ -110,15 +111,10 @@ async def stream(request, watcher, searcher, session_id, after, render):
 
 
 def _newer(searcher, session_id, after):
-    page = searcher.conversation(session_id, start_seq=after + 1, limit=200, kinds=_kinds(), max_chars=None,
-                                 message_chars=200_000, local_first=True)
+    page = searcher.conversation(session_id, start_seq=after + 1, limit=200, kinds=transcript.KINDS,
+                                 max_chars=None, message_chars=MESSAGE_CHARS, local_first=True)
     return page["messages"]
 
-
-def _kinds():
-    from .. import transcript
-
-    return transcript.KINDS
 
 
 def _event(name, data, event_id):
