@@ -232,12 +232,20 @@ def _collapsed(cls, label, text, preview=""):
             f'<span class="size">{size(text)}</span></summary><pre>{escape(text)}</pre></details>')
 
 
+PREVIEW_CHARS = 100
+
+
 def _tool_use(text):
+    """A tool call: its name and first line, the whole call folded below; one that the first line shows
+    whole (``[Bash] git status``) is that line only, with nothing to unfold that says it again."""
     named = _TOOL.match(text)
     name = named.group(1) if named else "tool"
     rest = text[named.end():].strip() if named else text
     first = rest.split("\n", 1)[0]
-    return _collapsed("tool-call", name, text, first[:100] + ("…" if len(first) > 100 else ""))
+    if first == rest and len(rest) <= PREVIEW_CHARS and not _MORE.search(text):
+        return (f'<p class="tool-call"><span class="label">{escape(name)}</span> '
+                f'<code class="preview">{escape(rest)}</code></p>')
+    return _collapsed("tool-call", name, text, first[:PREVIEW_CHARS] + ("…" if len(first) > PREVIEW_CHARS else ""))
 
 
 def _tool_result(text):

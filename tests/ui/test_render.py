@@ -156,6 +156,21 @@ def test_tool_calls_results_and_thinking_are_collapsed_with_their_size(kind, lab
     assert text in page.shown
 
 
+@pytest.mark.parametrize("text, shown", [("[Bash] git status", "git status"), ("[Read] <b>/etc/x</b>", "<b>/etc/x</b>")])
+def test_a_one_line_tool_call_is_shown_once_not_folded(text, shown):
+    html = render.message({"seq": 3, "role": "assistant", "kind": "tool_use", "text": text})
+    page = Page(html)
+    assert page.all("details") == [] and page.all("p") == [{"class": "tool-call"}]
+    assert page.shown.count(shown) == 1 and text.split("]")[0][1:] in page.shown
+    assert problems(html) == []
+
+
+@pytest.mark.parametrize("text", ["[Bash] " + "x" * 101, "[Bash] ls\n-la", "[Bash] ls… [900 more characters]"])
+def test_a_tool_call_longer_than_its_preview_stays_folded(text):
+    page = Page(render.message({"seq": 3, "role": "assistant", "kind": "tool_use", "text": text}))
+    assert len(page.all("details")) == 1
+
+
 def test_a_cut_message_says_its_whole_size():
     text = "x" * 100 + "… [900 more characters]"
     assert "1 line, 1,000 characters (cut)" in Page(render.message({"seq": 1, "role": "user", "kind": "tool_result",
