@@ -377,26 +377,27 @@ class Reader:
         probe = self._probe(q, widen)
         self.whole = probe is None
         blobs, tail = self._read(probe)
-        ids, scales, codes, where = [], [], [], []
+        # each list scored as it is read, its codes then dropped: the lists a search reads (about 19 MB
+        # of codes at 1M) are never held at once, nor as one float32 matrix (75 MB)
+        ids, scales, coarse, where = [], [], [], []
         for lst, ids_blob, scale_blob, code_blob in blobs:
             part = np.frombuffer(ids_blob, np.int64)
             ids.append(part)
             scales.append(np.frombuffer(scale_blob, np.float32))
-            codes.append(np.frombuffer(code_blob, np.int8).reshape(-1, self.dims))
+            coarse.append(_scores(np.frombuffer(code_blob, np.int8).reshape(-1, self.dims), q, scales[-1]))
             where.append(np.stack([np.full(len(part), lst), np.arange(len(part))], axis=1))
         tail_fine = {}
         if tail:
             ids.append(np.array([r[0] for r in tail], np.int64))
             scales.append(np.array([r[1] for r in tail], np.float32))
-            codes.append(np.frombuffer(b"".join(r[2] for r in tail), np.int8).reshape(-1, self.dims))
+            coarse.append(_scores(np.frombuffer(b"".join(r[2] for r in tail), np.int8).reshape(-1, self.dims), q,
+                                  scales[-1]))
             where.append(np.full((len(tail), 2), -1))
             tail_fine = {r[0]: r[3] for r in tail}
         if not ids:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         ids, scales = np.concatenate(ids), np.concatenate(scales)
-        codes, where = np.concatenate(codes), np.concatenate(where)
-        # einsum, not BLAS: a small product, and BLAS threads stall on a busy machine
-        coarse = np.einsum("ij,j->i", codes.astype(np.float32), q) * scales
+        coarse, where = np.concatenate(coarse), np.concatenate(where)
         coarse[ids == 0] = -np.inf
         pick = np.flatnonzero(ids != 0)
         rerank = max(2 * count, RERANK_MIN)   # the coarse codes' order is within ~1e-3: re-rank a margin
@@ -423,16 +424,10 @@ class Reader:
         return listed + tail
 
     def _read(self, probe):
-        if probe is None:
-            blobs = self.conn.execute(f"SELECT list, ids, scales, codes FROM {self.t['lists']}").fetchall()
-            tail = self.conn.execute(f"SELECT id, scale, codes, fine FROM {self.t['tail']}").fetchall()
-        else:
-            chosen = ",".join(str(int(p)) for p in probe)
-            blobs = self.conn.execute(f"SELECT list, ids, scales, codes FROM {self.t['lists']} "
-                                      f"WHERE list IN ({chosen})").fetchall()
-            tail = self.conn.execute(f"SELECT id, scale, codes, fine FROM {self.t['tail']} "
-                                     f"WHERE list IN ({chosen})").fetchall()
-        return blobs, tail
+        """(the chosen lists' rows, read as they are iterated; the tail's rows in those lists)."""
+        chosen = "" if probe is None else f" WHERE list IN ({','.join(str(int(p)) for p in probe)})"
+        tail = self.conn.execute(f"SELECT id, scale, codes, fine FROM {self.t['tail']}{chosen}").fetchall()
+        return self.conn.execute(f"SELECT list, ids, scales, codes FROM {self.t['lists']}{chosen}"), tail
 
     def _fine(self, pick, ids, where, tail_fine):
         out = np.zeros((len(pick), self.dims), np.int8)
@@ -449,6 +444,12 @@ class Reader:
                     blob.seek(slot * self.dims)
                     out[row] = np.frombuffer(blob.read(self.dims), np.int8)
         return out
+
+
+def _scores(codes, q, scales):
+    """Coarse cosines of one list's int8 codes with the unit query ``q``. einsum, not BLAS: a small
+    product, and BLAS threads stall on a busy machine."""
+    return np.einsum("ij,j->i", codes.astype(np.float32), q) * scales
 
 
 def vectors_of(conn, space_id, chunk_ids):
