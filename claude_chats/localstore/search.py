@@ -209,6 +209,7 @@ class LocalSearch:
 
     def semantic(self, plan):
         """Messages by their nearest chunk to ``plan.vector`` (cosine similarity, best first)."""
+        plan = replace(plan, vector=plan.query_vector())   # waited for here, after the full-text leg
         where, args = _filters(plan.filters)
         reader = self._reader(plan.space_id)
         if reader is None:

@@ -341,13 +341,14 @@ class PgSearch:
         return self._rows(_TALLIES, params)[0] if self._tallied else (False, 0, 0)
 
     def _semantic_cte(self, plan, where, params):
-        dimensions = len(plan.vector)
+        vector = plan.query_vector()   # waited for here, after the full-text leg's round trips
+        dimensions = len(vector)
         expression, _ops = store.index_expression(dimensions)
         column = "v." + expression if expression == "embedding" else expression.replace("(embedding", "(v.embedding")
         query = "%(vector)s::vector" if expression == "embedding" else f"(%(vector)s::vector::halfvec({dimensions}))"
         distance = f"{column} <=> {query}"
         # as text: with pgvector's binary parameter the same statement runs several times slower
-        params.update(vector=str(plan.vector.tolist()), knn=plan.candidates * 2)
+        params.update(vector=str(vector.tolist()), knn=plan.candidates * 2)
         ef_search = min(1000, max(EF_SEARCH_MIN, plan.candidates * 2))
         if ef_search != self._ef_search:
             with self._guard():

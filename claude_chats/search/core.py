@@ -131,13 +131,18 @@ class Plan:
     text: str
     legs: tuple
     filters: Filters
-    vector: object = None          # float32 query vector (semantic leg)
+    vector: object = None          # float32 query vector (semantic leg), or a ``guard.Pending`` one
     space_id: object = None        # the backend's id of the configured embedding space
     candidates: int = CANDIDATES
     rrf_k: dict = field(default_factory=lambda: {leg: RRF_K for leg in LEGS})
     match: str = "all"             # full text: "all" words (web-search syntax), or "any" word
     weights: dict = field(default_factory=lambda: dict(LEG_WEIGHTS))   # leg -> weight in the fusion
     neighbours: float = NEIGHBOUR_WEIGHT   # what a full-text match lends the messages around it
+
+    def query_vector(self):
+        """The query vector; when it is still being embedded (hybrid: the full-text leg runs meanwhile),
+        waited for here, raising the provider's error if embedding failed."""
+        return self.vector.result() if hasattr(self.vector, "result") else self.vector
 
 
 @dataclass
@@ -284,7 +289,8 @@ class Backend(Protocol):
         """(messages holding vectors of the space, messages stored)."""
 
     def candidates(self, plan):
-        """[Candidate] fused and ordered (a ``Plan`` with one leg: that leg's order)."""
+        """[Candidate] fused and ordered (a ``Plan`` with one leg: that leg's order). The vector leg
+        reads ``plan.query_vector()`` as late as it can: the query may still be being embedded."""
 
     def hydrate(self, keys):
         """{key: row} of the candidates' messages."""

@@ -9,7 +9,9 @@ that talks over the network is called in a thread of its own and waited on at
 most that long: a server that accepts and never answers costs a search that
 many seconds, not ``embed_timeout``; the request goes on in the background,
 and while it does, later calls do not wait for it. An in-process model
-(llama) is called directly: it is slow only while it loads.
+(llama) is called directly: it is slow only while it loads. ``start(what, fn)`` begins the
+same call in a thread and gives a ``Pending``: hybrid search embeds the query while its
+full-text leg runs (a local model's arithmetic and SQLite both release the GIL).
 """
 
 import threading
@@ -53,6 +55,10 @@ class ProviderGuard:
         if limit is None or not networked(provider):
             return self._run(fn, provider)
         return self._bounded(what, fn, provider, max(0.0, limit))
+
+    def start(self, what, fn, wait=None):
+        """``call(what, fn, wait)`` begun now in a thread of its own: a ``Pending`` of its value."""
+        return Pending(lambda: self.call(what, fn, wait))
 
     def close(self):
         if self.provider is not None and hasattr(self.provider, "close"):
@@ -117,6 +123,31 @@ class ProviderGuard:
         with self._lock:
             self._failed_at = self._failure = None
             self._pause = 0.0
+
+
+class Pending:
+    """A value computed in a thread of its own: ``result()`` waits for it and returns it, or raises what
+    computing it raised; ``ms`` is how long computing it took."""
+
+    def __init__(self, fn):
+        self._box, self.ms = {}, None
+
+        def work():
+            started = time.perf_counter()
+            try:
+                self._box["value"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - raised again by result(), in the caller's thread
+                self._box["error"] = exc
+            self.ms = (time.perf_counter() - started) * 1e3
+
+        self._thread = threading.Thread(target=work, name="chats-query-vector", daemon=True)
+        self._thread.start()
+
+    def result(self):
+        self._thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["value"]
 
 
 def networked(provider):

@@ -55,7 +55,7 @@ from .core import (
     query_terms,
     shorten,
 )
-from .guard import ProviderGuard, networked
+from .guard import Pending, ProviderGuard, networked
 
 # -- rendering -------------------------------------------------------------------------
 
@@ -293,14 +293,24 @@ class Searcher:
 
     def _search(self, backend, request, notes):
         started = time.perf_counter()
-        legs, vector, space_id = self._legs(backend, request, notes)
+        legs, vector, space_id, coverage = self._legs(backend, request, notes)
         searching = time.perf_counter()
         # web-search syntax asks for exactly these words: nothing is lent to a message without them
         syntax = request.match is None and request.mode == "fulltext" and SYNTAX.search(request.query)
         filters = replace(request.filters, project_path=self._project_in(backend, request.filters.project_path))
         plan = Plan(request.query, legs, filters, vector, space_id, request.candidates, request.rrf_k,
                     "all" if syntax else request.match or "any", request.weights, 0 if syntax else request.neighbours)
-        found = backend.candidates(plan)
+        try:
+            found = backend.candidates(plan)
+        except ProviderError as exc:   # the query's embedding, begun by _legs (hybrid), failed
+            notes.append(f"the embedding model failed, hybrid ran full text only: {exc}")
+            request.vector, legs, coverage = None, ("fulltext",), None
+            plan = replace(plan, legs=legs, vector=None, space_id=None)
+            found = backend.candidates(plan)
+        if isinstance(request.vector, Pending):   # resolved by the vector leg
+            request.vector, request.embed_ms = request.vector.result(), request.vector.ms
+        if coverage:
+            notes.append(coverage)
         if not found and request.match is None and plan.match == "all" and len(query_terms(request.query)) > 1:
             plan.match = "any"
             found = backend.candidates(plan)
@@ -346,27 +356,28 @@ class Searcher:
         return project_path
 
     def _legs(self, backend, request, notes):
-        """The legs to run on ``backend``, the query vector and the space id (None, None for full text)."""
+        """The legs to run on ``backend``, the query vector (or a ``Pending`` one), the space id and the note
+        on the space's coverage (None, None, None for full text)."""
         if request.mode == "fulltext":
-            return ("fulltext",), None, None
+            return ("fulltext",), None, None, None
         space = self._space(backend, request.mode, notes, request)
         if space is None:
-            return ("fulltext",), None, None
-        if request.vector is None:
+            return ("fulltext",), None, None, None
+        embed = lambda p: p.embed_query(self._outgoing(request.query))   # noqa: E731
+        if request.vector is None and request.mode == "semantic":
             started = time.perf_counter()
             try:
-                request.vector = self._guard.call("the query", lambda p: p.embed_query(self._outgoing(request.query)),
-                                                  _left(request))
+                request.vector = self._guard.call("the query", embed, _left(request))
             except ProviderError as exc:
-                if request.mode == "semantic":
-                    raise SearchError(f"the embedding model failed, semantic search cannot run: {exc}. "
-                                      "Try mode='fulltext'.") from None
-                notes.append(f"the embedding model failed, hybrid ran full text only: {exc}")
-                return ("fulltext",), None, None
+                raise SearchError(f"the embedding model failed, semantic search cannot run: {exc}. "
+                                  "Try mode='fulltext'.") from None
             request.embed_ms = (time.perf_counter() - started) * 1e3
+        elif request.vector is None:
+            # embedded while the full-text leg runs; the vector leg waits for it (``Plan.query_vector``),
+            # and ``_search`` runs full text alone if it fails
+            request.vector = self._guard.start("the query", embed, _left(request))
         legs = ("semantic",) if request.mode == "semantic" else LEGS
-        _coverage_note(backend, space, notes)
-        return legs, request.vector, space["id"]
+        return legs, request.vector, space["id"], _coverage_note(backend, space)
 
     def _space(self, backend, mode, notes, request=None):
         """The backend's row of the configured space, checked against the model; None: full text only."""
@@ -469,15 +480,17 @@ class Searcher:
 WARM_WAIT = 600.0   # seconds the opening thread waits for a network provider (searches do not wait for it)
 
 
-def _coverage_note(backend, space, notes):
-    """A note when many messages have no vectors yet: the semantic leg cannot find those. Messages of
-    the kinds the space's recipe embeds nothing of (``embed_text``) are not counted: they never will."""
+def _coverage_note(backend, space):
+    """A note when many messages have no vectors yet: the semantic leg cannot find those (else None).
+    Messages of the kinds the space's recipe embeds nothing of (``embed_text``) are not counted: they
+    never will."""
     if not hasattr(backend, "coverage"):
-        return
+        return None
     embedded, total = backend.coverage(space["id"], skipped_kinds(space.get("options")))
     if total and embedded < COVERAGE_NOTE * total:
-        notes.append(f"{embedded:,} of {total:,} messages ({100 * embedded / total:.0f}%) have vectors in the "
-                     f"{backend.source} store: the others are found by their words only (`chats sync` embeds them)")
+        return (f"{embedded:,} of {total:,} messages ({100 * embedded / total:.0f}%) have vectors in the "
+                f"{backend.source} store: the others are found by their words only (`chats sync` embeds them)")
+    return None
 
 
 def _left(request):

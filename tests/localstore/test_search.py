@@ -1,5 +1,7 @@
 """Search over the journal: FTS5 and sqlite-vec legs, fusion, filters, degradation, refusal."""
 
+import threading
+
 import pytest
 
 from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchError
@@ -245,6 +247,32 @@ def test_embedding_failure_mid_search_degrades_hybrid(synced_journal):
     assert result["modes_run"] == ["fulltext"] and any("model failed" in n for n in result["notes"])
     with pytest.raises(SearchError, match="model failed"):
         searcher.search("docker port", mode="semantic")
+
+
+def test_hybrid_embeds_the_query_while_its_full_text_leg_runs(synced_journal):
+    """The query's embedding is begun before the backend runs its legs, not waited for first: this
+    provider answers only once the full-text leg has started (or after 2 s, too late)."""
+    full_text_started = threading.Event()
+
+    class Watching(LocalSearch):
+        def fulltext(self, plan):
+            full_text_started.set()
+            return super().fulltext(plan)
+
+    class Patient(HashEmbedder):
+        waited = []
+
+        def embed_batch(self, texts, kind):
+            if kind == "query":
+                self.waited.append(full_text_started.wait(2))
+            return super().embed_batch(texts, kind)
+
+    provider = Patient()
+    searcher = Searcher(Watching(synced_journal), provider_factory=lambda: provider)
+    result = searcher.search("docker port")
+    assert provider.waited == [True] and result["modes_run"] == ["fulltext", "semantic"]
+    assert result["hits"][0]["session_id"] == "s-docker" and result["timings_ms"]["embed"] > 0
+    assert not any("model failed" in n for n in result["notes"])
 
 
 def test_full_text_ranks_the_newest_matches_of_a_common_word(tmp_path):
