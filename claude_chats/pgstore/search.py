@@ -206,9 +206,14 @@ class PgSearch:
 
     @contextmanager
     def _guard(self):
-        """A lost connection becomes PostgresUnavailable (and tells the link)."""
+        """A lost connection becomes PostgresUnavailable (and tells the link). A statement that ran out of
+        time (``STATEMENT_TIMEOUT_MS``) does too, for this search only: the connection is fine (autocommit),
+        and the searches after it ask Postgres again."""
         try:
             yield
+        except psycopg.errors.QueryCanceled:
+            raise PostgresUnavailable("Postgres did not finish this search within its statement timeout "
+                                      f"({STATEMENT_TIMEOUT_MS / 1000:g} s)") from None
         except _LOST as exc:
             if self.on_lost is not None:
                 self.on_lost(self)

@@ -189,6 +189,31 @@ def test_outage_mid_session_and_recovery(pg_synced_journal, pg_db_url):
         searcher.close()
 
 
+def test_a_statement_timeout_answers_from_the_journal_and_keeps_the_link(pg_synced_journal, pg_db_url):
+    """A search that runs out of time on Postgres is answered from the journal; the next one asks
+    Postgres again at once (a slow statement is not a lost connection)."""
+    import psycopg
+
+    link = PgLink(pg_db_url, retry_after=60)
+    link.start()
+    searcher = Searcher(LocalSearch(pg_synced_journal), link, HashEmbedder)
+    locker = psycopg.connect(pg_db_url)
+    try:
+        backend = link.backend()
+        assert searcher.search("flaky migration test", mode="fulltext")["source"] == "postgres"
+        backend.conn.execute("SET statement_timeout = 300")
+        locker.execute("LOCK TABLE messages IN ACCESS EXCLUSIVE MODE")   # every search statement waits
+        result = searcher.search("flaky migration test", mode="fulltext")
+        assert result["source"] == "local" and result["hits"]
+        assert any("statement timeout" in n for n in result["notes"])
+        locker.rollback()
+        assert link.backend() is backend
+        assert searcher.search("flaky migration test", mode="fulltext")["source"] == "postgres"
+    finally:
+        locker.close()
+        searcher.close()
+
+
 def test_insecure_remote_url_is_not_used(pg_synced_journal):
     link = PgLink("postgresql://u@db.example.com/x")
     result = Searcher(LocalSearch(pg_synced_journal), link, HashEmbedder).search("docker", mode="fulltext")
