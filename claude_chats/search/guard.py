@@ -34,7 +34,7 @@ class ProviderGuard:
         self._lock = threading.Lock()
         self._failed_at = self._failure = None
         self._pause = 0.0
-        self._running = None    # (thread, what, started) of a call that outlived its deadline
+        self._running = None    # (Pending, what, started) of a call that outlived its deadline
 
     # -- the provider ----------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ class ProviderGuard:
     def _check(self):
         with self._lock:
             running = self._running
-            if running is not None and running[0].is_alive():
+            if running is not None and not running[0].wait(0):
                 raise ProviderUnavailable(f"the embedding model has not answered {running[1]} for "
                                           f"{self.clock() - running[2]:.0f} s (still waiting for it in the background)")
             self._running = None
@@ -91,28 +91,15 @@ class ProviderGuard:
         return value
 
     def _bounded(self, what, fn, provider, limit):
-        box = {}
-
-        def work():
-            try:
-                box["value"] = self._run(fn, provider)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller, or kept as the failure
-                box["error"] = exc
-
-        thread = threading.Thread(target=work, name="chats-embed", daemon=True)
         with self._lock:   # while it runs, other calls do not pile onto the same silent server
-            self._running = (thread, what, self.clock())
-        thread.start()
-        thread.join(limit)
-        if thread.is_alive():
+            running = self._running = (Pending(lambda: self._run(fn, provider), "chats-embed"), what, self.clock())
+        if not running[0].wait(limit):
             raise ProviderUnavailable(f"the embedding model did not answer {what} within {limit:.1f} s "
                                       "(a search waits no longer; the request goes on in the background)")
         with self._lock:
-            if self._running is not None and self._running[0] is thread:
+            if self._running is running:
                 self._running = None
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        return running[0].result()
 
     def _failed(self, exc):
         with self._lock:
@@ -129,7 +116,7 @@ class Pending:
     """A value computed in a thread of its own: ``result()`` waits for it and returns it, or raises what
     computing it raised; ``ms`` is how long computing it took."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, name="chats-query-vector"):
         self._box, self.ms = {}, None
 
         def work():
@@ -140,11 +127,16 @@ class Pending:
                 self._box["error"] = exc
             self.ms = (time.perf_counter() - started) * 1e3
 
-        self._thread = threading.Thread(target=work, name="chats-query-vector", daemon=True)
+        self._thread = threading.Thread(target=work, name=name, daemon=True)
         self._thread.start()
 
+    def wait(self, seconds=None):
+        """Whether the value is ready, after waiting at most ``seconds`` (None: until it is)."""
+        self._thread.join(seconds)
+        return not self._thread.is_alive()
+
     def result(self):
-        self._thread.join()
+        self.wait()
         if "error" in self._box:
             raise self._box["error"]
         return self._box["value"]
