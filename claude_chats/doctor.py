@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from . import config, install, paths, scrub
-from .localstore import db
+from .localstore import db, ftsparts
 from .localstore.db import Immediate
 from .localstore.journal import Journal, discover, printable
 from .models import canary_vector
@@ -270,7 +270,6 @@ def check_config(ctx):
 
 QUICK_CHECK_PAGES = 16_384      # 64 MB at 4 KiB pages: quick_check 0.3 s warm, 2.1 s from a cold disk here (bench_doctor.py)
 TABLES = ("sessions", "messages", "transcripts", "spaces", "chunks", "state", "migrations")
-FTS_PARTS = ("messages_fts", "messages_fts_data", "messages_fts_idx", "messages_fts_docsize", "messages_fts_config")
 FULL_FIX = "chats doctor --full"
 
 
@@ -386,58 +385,55 @@ def _command(pid):
 
 
 def _fts_fix():
-    return (f"rebuild it: sqlite3 {paths.journal_path()} "
-            "\"INSERT INTO messages_fts(messages_fts) VALUES('rebuild')\"")
+    return "rebuild it from the messages: chats doctor --rebuild-fts"
 
 
 def check_fts(ctx):
-    """The FTS5 table and its shadow tables are there and index as many rows as there are messages (FTS5's own
-    row total, O(1), and the highest rowid of both); FTS5's ``integrity-check`` with ``--full``."""
+    """The full-text index's tables (the head and its sealed parts, ``localstore.ftsparts``) are there with
+    their shadow tables and index as many rows as there are messages (FTS5's own row total of each table,
+    O(1), and the highest rowid); with ``--full``, FTS5's ``integrity-check`` of each table and every
+    message indexed in exactly one of them."""
     conn = ctx.journal().conn
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    missing = [t for t in FTS_PARTS if t not in tables]
+    missing = ftsparts.shadows_missing(conn)
     if missing:
         return Check("fts", FAIL, f"the full-text index is missing ({', '.join(missing)}): full-text search and "
-                     "every write to the journal fail", _fts_remake(), ran=["present"])
+                     "every write to the journal fail", _fts_fix(), ran=["present"])
     ran = ["present", "row count"]
+    names = ftsparts.tables(conn)
     messages = conn.execute("SELECT count(*), max(id) FROM messages").fetchall()[0]
-    indexed = (_fts_rows(conn), conn.execute("SELECT max(id) FROM messages_fts_docsize").fetchall()[0][0])
+    highest = max((conn.execute(f"SELECT max(id) FROM {n}_docsize").fetchall()[0][0] or 0 for n in names),
+                  default=0) or None
+    indexed = (sum(ftsparts.rows(conn, n) for n in names), highest)
+    where = f"{len(names)} tables" if len(names) > 1 else "one table"
     if tuple(indexed) != tuple(messages):
-        return Check("fts", FAIL, f"the full-text index holds {indexed[0]:,} rows (highest {indexed[1]}), the "
-                     f"messages {messages[0]:,} (highest {messages[1]}): out of step", _fts_fix(), ran=ran)
+        return Check("fts", FAIL, f"the full-text index ({where}) holds {indexed[0]:,} rows (highest {indexed[1]}), "
+                     f"the messages {messages[0]:,} (highest {messages[1]}): out of step", _fts_fix(), ran=ran)
     if not ctx.full:
-        return Check("fts", PASS, f"full-text index present, {messages[0]:,} rows as the messages", ran=ran)
+        return Check("fts", PASS, f"full-text index present ({where}), {messages[0]:,} rows as the messages", ran=ran)
+    ran = ran + ["integrity-check"]
+    started = time.monotonic()
     try:
-        seconds, _ = ctx.timed(f"FTS5 integrity-check of messages_fts ({messages[0]:,} rows)", lambda: conn.execute(
-            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"))
+        for name in names:   # the head alone indexes every message: checked against them (rank 1)
+            check = 1 if len(names) == 1 else 0
+            ctx.timed(f"FTS5 integrity-check of {name} ({ftsparts.rows(conn, name):,} rows)", lambda: conn.execute(
+                f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', {check})"))
+        unindexed, twice, stray = ctx.timed(f"every message in one of the {len(names)} tables",
+                                            lambda: ftsparts.coverage(conn))[1]
     except Exception as exc:  # noqa: BLE001 - apsw.CorruptError when the index and the table disagree
-        return Check("fts", FAIL, f"full-text index does not match the messages: {exc}", _fts_fix(),
-                     ran=ran + ["integrity-check"])
-    return Check("fts", PASS, f"full-text index consistent with the messages ({seconds:.1f} s)",
-                 ran=ran + ["integrity-check"])
+        return Check("fts", FAIL, f"full-text index does not match the messages: {exc}", _fts_fix(), ran=ran)
+    if unindexed or twice or stray:
+        return Check("fts", FAIL, f"full-text index does not match the messages: {unindexed:,} messages in no "
+                     f"table, {twice:,} in two or more, {stray:,} rows naming no message", _fts_fix(), ran=ran)
+    return Check("fts", PASS, f"full-text index consistent with the messages ({where}, "
+                 f"{time.monotonic() - started:.1f} s)", ran=ran)
 
 
-def _fts_remake():
-    """The fix of a missing index: the migration's own CREATE, then a rebuild from the messages."""
-    with open(os.path.join(db.MIGRATIONS_DIR, db.migration_files()[0]), encoding="utf-8") as fh:
-        text = fh.read()
-    start = text.index("CREATE VIRTUAL TABLE messages_fts")
-    create = " ".join(text[start:text.index(";", start) + 1].split())
-    return (f"remake it: sqlite3 {paths.journal_path()} \"DROP TABLE IF EXISTS messages_fts; {create} "
-            "INSERT INTO messages_fts(messages_fts) VALUES('rebuild')\"")
-
-
-def _fts_rows(conn):
-    """The row total FTS5 keeps in its averages record (``%_data`` rowid 1: a varint, SQLite's format)."""
-    rows = conn.execute("SELECT block FROM messages_fts_data WHERE id = 1").fetchall()
-    blob, value = (rows[0][0] if rows else b"") or b"", 0
-    for i, byte in enumerate(blob[:9]):
-        if i == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            return value
-    return value
+def rebuild_fts():
+    """``chats doctor --rebuild-fts``: the journal's full-text index made again from its messages; seconds."""
+    started = time.monotonic()
+    with Journal.open() as journal:
+        ftsparts.rebuild(journal.conn)
+    return time.monotonic() - started
 
 
 def skipped_full(results):

@@ -118,9 +118,9 @@ def test_default_fails_on_a_journal_of_a_newer_schema():
 def test_default_fails_without_the_fts_index_and_its_fix_remakes_it():
     journal_of()
     sql("DROP TABLE messages_fts")
-    fix = failing("fts", "full-text index is missing", "CREATE VIRTUAL TABLE messages_fts")
-    sql(fix.split('"', 1)[1].rsplit('"', 1)[0])                        # the fix, as the person would run it
-    fts = checks("--full")["fts"]
+    fix = failing("fts", "full-text index is missing", "chats doctor --rebuild-fts")
+    assert fix.split(": ", 1)[1] == "rebuild it from the messages: chats doctor --rebuild-fts"
+    fts = checks("--rebuild-fts", "--full")["fts"]                     # the fix, as the person would run it
     assert fts["status"] == "pass", fts
     with Journal.open() as journal:
         assert journal.conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'fox'").fetchall()[0][0] == 6

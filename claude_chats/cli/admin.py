@@ -138,11 +138,16 @@ def status_cmd(as_json, offline):
 @click.command("doctor")
 @click.option("--full", is_flag=True, help="Also SQLite's integrity_check and FTS5's integrity-check of the whole "
               "journal (reads every page: a minute or more at a year of history).")
+@click.option("--rebuild-fts", is_flag=True, help="First make the journal's full-text index again from its "
+              "messages (what the fts check's fix says; a minute or more at a year of history).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def doctor_cmd(full, as_json):
+def doctor_cmd(full, rebuild_fts, as_json):
     """Check every part (hooks, MCP, config, journal, FTS, model, canary, Postgres) and say how to fix it."""
     from .. import doctor
 
+    if rebuild_fts:
+        click.echo("rebuilding the full-text index from the messages ...", err=True)
+        click.echo(f"full-text index rebuilt in {doctor.rebuild_fts():.1f} s", err=True)
     progress = (lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None
     results = doctor.run(full=full, progress=progress)
     skipped = doctor.skipped_full(results)

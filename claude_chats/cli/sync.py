@@ -80,6 +80,10 @@ def _print(s):
                    "file) to push to Postgres")
     for line in tombstone_lines(s["purges"]):
         click.echo(line)
+    if s.get("fts_moved"):
+        from ..localstore import ftsparts
+        click.echo(f"full-text index: {s['fts_moved']:,} messages moved into parts of "
+                   f"{ftsparts.PART_ROWS:,} (once: a purge then rewrites one part, not the whole index)")
     for note in s["notes"]:
         click.echo(f"note: {note}")
     for error in s["errors"]:

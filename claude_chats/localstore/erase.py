@@ -10,9 +10,10 @@ Both erase in place: every writing connection runs with ``PRAGMA secure_delete``
 (``db.connect``: a deleted cell, a freed page is zeroed) and the FTS index with
 FTS5's ``secure-delete`` option (migration 0007: a deleted document's entries
 leave the index segments themselves), so the deletes leave no byte of what they
-removed. A purge of more than 1/``SECURE_DELETE_SHARE`` of the journal deletes
-from FTS plainly instead and ``scrub_file`` merges the index (``optimize``), which
-then costs less. ``scrub_file`` ends by checkpointing the WAL away (no old frame
+removed. The index is in parts (``ftsparts``): where a purge deletes more than
+1/``SECURE_DELETE_SHARE`` of a part's messages, it deletes from that part plainly
+instead and ``scrub_file`` merges that part alone (``optimize``), which then costs
+less; a part left empty is dropped. ``scrub_file`` ends by checkpointing the WAL away (no old frame
 keeps it). The purged files' cursors keep their tail (the 64 bytes before the
 cursor) as its checksum only.
 A journal written before migration 0007 (by connections without
@@ -22,6 +23,7 @@ did before. The transcript cursors stay, so purged lines are not imported again
 from Claude Code's files.
 """
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -30,14 +32,14 @@ import apsw
 
 from .. import rawlines, times
 from ..errors import ConfigError
-from . import vectors, writer
+from . import ftsparts, vectors, writer
 from .db import Immediate, get_state, set_state
 
 KINDS = ("session", "project")
 CHECKPOINT_TRIES = 20
 ERASED_IN_PLACE = "erased_in_place"   # state key: every byte freed since was zeroed (migration 0007)
 FTS_MERGE = "fts_merge_pending"       # state key: FTS deletes made without secure-delete, to merge away
-SECURE_DELETE_SHARE = 450   # FTS5 secure-delete for at most 1/450 of the journal's messages, else plain
+SECURE_DELETE_SHARE = 450   # FTS5 secure-delete for at most 1/450 of a part's messages, else plain
 #   deletes and a merge. Measured (scripts/bench_purge.py, a 2,000-message session, load 7-9): secure-delete
 #   costs ~29 ms a message at 100k and ~160 ms at 1M (more, bigger segments); `optimize` rewrites the whole
 #   index, 0.064 ms a message of the journal at 100k, 0.38 ms at 1M: they cost alike at 1/450 of it
@@ -117,8 +119,11 @@ def purge_local(conn, target, scrub_after=True):
         return counts
     conn.execute("PRAGMA secure_delete = ON")
     with Immediate(conn):
-        if counts["messages"] * SECURE_DELETE_SHARE > _messages_upper_bound(conn):
-            _merge_instead(conn)
+        sql, args = _local_sql(target, "m.id")
+        held = ftsparts.holding(conn, sql, args)
+        merged = [name for name, n in held.items() if n * SECURE_DELETE_SHARE > ftsparts.rows(conn, name)]
+        if merged:
+            _merge_instead(conn, merged)
         _delete_vectors(conn, target)
         _delete_kept_lines(conn, target)
         _forget_tails(conn, target)
@@ -136,22 +141,32 @@ def purge_local(conn, target, scrub_after=True):
     return counts
 
 
-def _messages_upper_bound(conn):
-    return conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchall()[0][0]
+def _merge_instead(conn, names):
+    """This transaction's FTS deletes from the tables ``names`` are plain (a marker each), and
+    ``scrub_file`` merges those tables (``optimize``) then turns FTS5's secure-delete on again: cheaper
+    than secure-delete (29-160 ms a message, growing with the index) above 1/``SECURE_DELETE_SHARE`` of a
+    table. The option is switched back in its own transaction (FTS5 applies it when the transaction's
+    deletes are flushed, at commit), and a crash before the merge leaves ``FTS_MERGE`` (the tables, as
+    JSON) for the next ``scrub_file``."""
+    pending = _merge_pending(conn, get_state(conn, FTS_MERGE)) or []
+    for name in names:
+        ftsparts.secure_delete(conn, name, False)
+    set_state(conn, FTS_MERGE, json.dumps(sorted(set(pending) | set(names))))
 
 
-def _merge_instead(conn):
-    """This transaction's FTS deletes are plain (a marker each), and ``scrub_file`` merges the whole index
-    (``optimize``) then turns FTS5's secure-delete on again: cheaper than secure-delete (29-160 ms a
-    message, growing with the index) above 1/``SECURE_DELETE_SHARE`` of the journal. The
-    option is switched in its own transaction (FTS5 applies it when the transaction's deletes are
-    flushed, at commit), and a crash before the merge leaves ``FTS_MERGE`` for the next ``scrub_file``."""
-    _fts_secure_delete(conn, False)
-    set_state(conn, FTS_MERGE, times.now_iso())
-
-
-def _fts_secure_delete(conn, on):
-    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', ?)", (int(on),))
+def _merge_pending(conn, value):
+    """The tables ``FTS_MERGE`` names that are still there; every table for the value before the parts (a
+    time, when the index was one table); None when nothing is pending."""
+    if value is None:
+        return None
+    existing = ftsparts.tables(conn)
+    try:
+        names = json.loads(value)
+    except ValueError:
+        return existing
+    if not isinstance(names, list):
+        return existing
+    return [n for n in existing if n in names]
 
 
 def _delete_kept_lines(conn, target):
@@ -197,13 +212,17 @@ def scrub_file(conn):
     they removed, see the module's docstring); a journal not yet erased in place (``ERASED_IN_PLACE``)
     is first rewritten whole, once (FTS merged, ``VACUUM``). True when the WAL was truncated."""
     conn.execute("PRAGMA secure_delete = ON")
-    if get_state(conn, FTS_MERGE) is not None:
+    pending = _merge_pending(conn, get_state(conn, FTS_MERGE))
+    if pending is not None:
         with Immediate(conn):
-            conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
-            _fts_secure_delete(conn, True)
+            for name in pending:
+                ftsparts.optimize(conn, name)
+                ftsparts.secure_delete(conn, name, True)
             conn.execute("DELETE FROM state WHERE key = ?", (FTS_MERGE,))
+    ftsparts.drop_empty(conn)
     if get_state(conn, ERASED_IN_PLACE) is None:
-        conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+        for name in ftsparts.tables(conn):
+            ftsparts.optimize(conn, name)
         conn.execute("VACUUM")
         set_state(conn, ERASED_IN_PLACE, f"whole file rewritten {times.now_iso()}")
     for _ in range(CHECKPOINT_TRIES):

@@ -10,7 +10,7 @@ import os
 from .. import paths, rawlines, transcript
 from ..errors import SessionNotFound
 from ..search.core import NEIGHBOUR_READ, shorten
-from . import counts, db, writer
+from . import counts, db, ftsparts, writer
 
 
 class Journal:
@@ -49,6 +49,10 @@ class Journal:
                 stats.errors.append(f"{printable(path)}: {type(exc).__name__}: {printable(str(exc))}")
             if on_file:
                 on_file(path)
+            try:
+                ftsparts.seal(self.conn)   # between files: parts of ``PART_ROWS`` as the journal grows
+            except db.apsw.Error as exc:
+                stats.errors.append(f"sealing a part of the full-text index: {type(exc).__name__}: {exc}")
         return stats
 
     # -- reading -----------------------------------------------------------
@@ -134,9 +138,10 @@ class Journal:
     def pending(self, limit=500, after_id=0):
         """Messages not yet pushed, oldest first (``id > after_id``); ``fts_size``: FTS5's record of the
         message's length in tokens (see ``outbox.token_count``)."""
+        size = ", ".join(f"(SELECT d.sz FROM {name}_docsize d WHERE d.id = messages.id)"
+                         for name in ftsparts.tables(self.conn))
         return _dicts(self.conn.execute(
-            f"SELECT id, {_MESSAGE_COLUMNS}, session_id, "
-            f"(SELECT d.sz FROM messages_fts_docsize d WHERE d.id = messages.id) AS fts_size "
+            f"SELECT id, {_MESSAGE_COLUMNS}, session_id, coalesce({size}, NULL) AS fts_size "
             f"FROM messages WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)))
 
     def mark_synced(self, ids):

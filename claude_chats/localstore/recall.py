@@ -32,6 +32,7 @@ import math
 
 from .. import transcript
 from ..words import MATCH_ROWS, STOPWORDS, alnum_words, selective
+from . import ftsparts
 from .db import session_name
 
 _SESSION_NAME = session_name()
@@ -381,21 +382,21 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
         return []
     size = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0
     min_score = strength * math.log(max(size, 2))
-    counts = [conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
-                           (_quote(t), MATCH_ROWS + 1)).fetchall()[0][0] for t in terms]   # each read bounded
+    counts = [ftsparts.count_matches(conn, _quote(t), MATCH_ROWS + 1) for t in terms]   # each read bounded
     probed, how = selective(terms, counts, size)   # as search does: the rarest words when all would match too much
     if how == "all" or _best_possible(probed, counts, terms, size) < min_score:
         return []   # only common words: nothing specific to point at, and no need to rank them
     match = " OR ".join(_quote(t) for t in probed)
+    names = ftsparts.tables(conn)
     current = session_id or ""
     rows = conn.execute(
         f"SELECT m.session_id, m.seq, -f.rank, m.content, {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
-        f"FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT {HINT_ROWS}) f "
+        f"FROM ({_best_of_every_table(names)} ORDER BY rank LIMIT {HINT_ROWS}) f "
         f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "
         f"AND m.session_id != ? "
         f"AND coalesce(s.parent_session_id, '') != ? ORDER BY f.rank LIMIT 40",
-        (match, *HINT_KINDS, current, current)).fetchall()
+        (*[match] * len(names), *HINT_KINDS, current, current)).fetchall()
     hints, sessions = [], set()
     for session, seq, score, content, name, last_at in rows:
         if score < min_score or len(hints) == HINTS:
@@ -421,6 +422,13 @@ def _best_possible(probed, counts, terms, size):
     idf = ln((N - n + 0.5) / (n + 0.5)) as FTS5 computes it (n: the messages holding it)."""
     held = dict(zip(terms, counts))
     return sum(max(math.log((size - held[t] + 0.5) / (held[t] + 0.5)), 1e-6) * (BM25_K1 + 1) for t in probed)
+
+
+def _best_of_every_table(names):
+    """SQL of the ``HINT_ROWS`` best-ranked matches of each of the index's tables (one ``?``, the MATCH
+    expression, a table), as (rowid, rank)."""
+    return " UNION ALL ".join(f"SELECT * FROM (SELECT rowid, rank FROM {n} WHERE {n} MATCH ? ORDER BY rank "
+                              f"LIMIT {HINT_ROWS})" for n in names)
 
 
 def _quote(word):

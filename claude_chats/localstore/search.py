@@ -39,7 +39,7 @@ from ..search.core import (
     selective,
 )
 from ..times import iso
-from . import counts, db, fts, ivf, vectors
+from . import counts, db, fts, ftsparts, ivf, vectors
 from .fts import fts_match
 from .journal import Journal
 
@@ -146,9 +146,7 @@ class LocalSearch:
         if len(words) > 1:
             # counted up to what ``selective`` looks at (it caps them there): a common word's every
             # match counted took ~0.1 s at a million messages
-            matches = [self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts "
-                                         "MATCH ? LIMIT ?)", (fts.quote(w), self.match_rows + 1)).fetchall()[0][0]
-                       for w in words]
+            matches = [ftsparts.count_matches(self.conn, fts.quote(w), self.match_rows + 1) for w in words]
             if sum(matches) > self.match_rows:
                 total = counts.messages(self.conn)[0]
                 words, match = selective(words, matches, total, self.match_rows)
@@ -157,39 +155,67 @@ class LocalSearch:
 
     def _ranked(self, match, filters, limit):
         """(id, session, seq, bm25 score) of the best ``limit`` matches that pass ``filters``, among the
-        newest ``scored_matches`` that pass them (messages' ids follow the order they were recorded).
+        newest ``scored_matches`` that pass them (messages' ids follow the order they were recorded; the
+        index's tables are read newest first, ``ftsparts.tables``).
 
         FTS5 orders by its rank (bm25) fastest on its own; the filters then apply to
         an oversampled top, and to every scored match when too few survive.
         """
         where, args = _filters(filters)
-        floor = self._floor(match, where, args, _only_kinds(filters) and not filters.session_id)
+        cut = self._cut(match, where, args, _only_kinds(filters) and not filters.session_id)
         top = limit * (4 if _only_kinds(filters) and not filters.session_id else 64)
-        rows = self._fulltext(match, where, args, top, limit, floor)
+        rows = self._fulltext(match, where, args, top, limit, cut)
         if len(rows) < limit:
-            rows = self._fulltext(match, where, args, -1, limit, floor)
+            rows = self._fulltext(match, where, args, -1, limit, cut)
         return [(i, session, seq, -rank) for i, session, seq, rank in rows]
 
-    def _floor(self, match, where, args, unfiltered):
-        """The lowest message id full text ranks: that of the ``scored_matches``-th newest match passing
-        the filters, but never more than 8 x ``scored_matches`` matches back (a narrow filter of a common
-        word); 0 when the query has fewer matches."""
-        newest = self.conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC "
-                                   "LIMIT 1 OFFSET ?", (match, self.scored_matches * (1 if unfiltered else 8) - 1)
-                                   ).fetchall()
-        if unfiltered or not newest:
-            return newest[0][0] if newest else 0
-        sql = (f"SELECT f.rowid FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s "
-               f"ON s.id = m.session_id WHERE messages_fts MATCH ? AND f.rowid >= ? AND {where} "
-               f"ORDER BY f.rowid DESC LIMIT 1 OFFSET ?")
-        filtered = self.conn.execute(sql, (match, newest[0][0], *args, self.scored_matches - 1)).fetchall()
-        return filtered[0][0] if filtered else newest[0][0]
+    def _cut(self, match, where, args, unfiltered):
+        """[(table, lowest id ranked in it)] of the index's tables full text ranks, newest first: those
+        holding the ``scored_matches`` newest matches that pass the filters, but never more than 8 x
+        ``scored_matches`` matches back (a narrow filter of a common word)."""
+        newest, reached = self._newest(match, self.scored_matches * (1 if unfiltered else 8))
+        if unfiltered or not reached:
+            return newest
+        cut, missing = [], self.scored_matches
+        for table, floor in newest:
+            rows = self.conn.execute(
+                f"SELECT f.rowid FROM {table} f JOIN messages m ON m.id = f.rowid JOIN sessions s "
+                f"ON s.id = m.session_id WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
+                f"ORDER BY f.rowid DESC LIMIT ?", (match, floor, *args, missing)).fetchall()
+            if len(rows) == missing:
+                return cut + [(table, rows[-1][0])]
+            cut.append((table, floor))
+            missing -= len(rows)
+        return newest
 
-    def _fulltext(self, match, where, args, top, limit, floor=0):
-        sql = (f"SELECT m.id, m.session_id, m.seq, f.rank FROM (SELECT rowid, rank FROM messages_fts "
-               f"WHERE messages_fts MATCH ? AND rowid >= ? ORDER BY rank LIMIT ?) f JOIN messages m ON m.id = f.rowid "
+    def _newest(self, match, n):
+        """[(table, lowest id)] holding the ``n`` newest matches of ``match``, newest table first, and
+        whether there were ``n`` (else every table that holds a match, whole)."""
+        cut = []
+        for table in ftsparts.tables(self.conn):
+            found = self.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? "
+                                      f"LIMIT ?)", (match, n)).fetchall()[0][0]
+            if found < n:
+                if found:
+                    cut.append((table, 0))
+                n -= found
+                continue
+            floor = self.conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC "
+                                      f"LIMIT 1 OFFSET ?", (match, n - 1)).fetchall()[0][0]
+            return cut + [(table, floor)], True
+        return cut, False
+
+    def _fulltext(self, match, where, args, top, limit, cut):
+        if not cut:
+            return []
+        inner = " UNION ALL ".join(
+            f"SELECT * FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ? AND rowid >= ? "
+            f"ORDER BY rank LIMIT ?)" for table, _ in cut)
+        sql = (f"SELECT m.id, m.session_id, m.seq, f.rank FROM ({inner} ORDER BY rank LIMIT ?) f "
+               f"JOIN messages m ON m.id = f.rowid "
                f"JOIN sessions s ON s.id = m.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
-        return self.conn.execute(sql, (match, floor, top, *args, limit)).fetchall()
+        parts = [x for _table, floor in cut for x in (match, floor, top)]
+        return self.conn.execute(sql, (*parts, top, *args, limit)).fetchall()
 
     def _around(self, matched, filters):
         """{(session, seq): message id} of the messages within ``NEIGHBOUR_SPAN`` of a match that pass

@@ -19,7 +19,7 @@ import psycopg
 
 from .. import faults
 from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMismatchError
-from ..localstore import outbox, vectors
+from ..localstore import ftsparts, outbox, vectors
 from ..models import canary_vector, check_canary, recipe_of
 from ..models.recipe import embed_messages
 from ..pgstore import rewrite
@@ -106,6 +106,7 @@ class SyncReport:
     index_rebuilt: bool = False  # the vector index was dropped for a bulk load and built again
     text_index_rebuilt: bool = False  # the full-text index, likewise
     index_seconds: float = 0.0   # of ``seconds``: (re)building and analysing those indexes
+    fts_moved: int = 0           # messages moved into parts of the journal's full-text index (``ftsparts``)
     seconds: float = 0.0
 
     @property
@@ -114,6 +115,16 @@ class SyncReport:
 
     def as_dict(self):
         return {**asdict(self), "ok": self.ok}
+
+
+def keep_fts_parts(journal, report):
+    """The journal's full-text index kept in parts (``ftsparts.maintain``) at the end of every sync, one
+    that embeds nothing too: a full head sealed, a part too big to merge quickly (a journal's whole index
+    from before the parts) split, a committed step at a time."""
+    try:
+        report.fts_moved = ftsparts.maintain(journal.conn)
+    except Exception as exc:  # noqa: BLE001 - the index stays as it was: search and purge still work
+        report.errors.append(f"keeping the full-text index in parts: {type(exc).__name__}: {exc}")
 
 
 class Syncer:
@@ -171,6 +182,7 @@ class Syncer:
             self.report.errors.append(_stopped(exc))
             self._close(started)
             raise
+        keep_fts_parts(self.journal, self.report)   # also when the model or Postgres failed: the journal's own
         if deferred and not finished and self.report.postgres == "ok":
             self._rebuild_after_failure()
         self._close(started)

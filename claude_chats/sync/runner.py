@@ -17,7 +17,7 @@ from ..models import is_remote
 from ..purge import sync_purges
 from ..redact import redact as redact_text
 from ..stores import open_embedder, open_store
-from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, Syncer, SyncReport, record
+from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, Syncer, SyncReport, keep_fts_parts, record
 from .lock import SyncLock
 
 
@@ -102,7 +102,8 @@ def _remember(opened, thing):
 
 
 def _failed(journal, error, unreachable=None, store=None, clean=None):
-    """The report of a sync that could not embed; purges still reach Postgres, and it is recorded."""
+    """The report of a sync that could not embed; purges still reach Postgres, the full-text index is kept
+    in parts (``engine.keep_fts_parts``), and it is recorded."""
     pending = outbox.pending_count(journal.conn)
     report = SyncReport(pending_before=pending, pending_after=pending, errors=[error])
     if unreachable:
@@ -115,5 +116,6 @@ def _failed(journal, error, unreachable=None, store=None, clean=None):
             report.purges = sync_purges(journal, store, clean)
         except Exception as exc:  # noqa: BLE001 - psycopg's errors; reported, with the password scrubbed
             report.errors.append(store.describe_error(exc))
+    keep_fts_parts(journal, report)
     record(journal, report)
     return report

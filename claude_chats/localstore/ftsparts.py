@@ -1,0 +1,275 @@
+"""The journal's full-text index in parts, so that erasing a session rewrites one part, not the whole index.
+
+One FTS5 table over every message made ``chats purge`` slow at a year's size: FTS5's secure-delete
+costs ~160 ms a message in a 1M-message index, and merging the index (``optimize``) rewrites all of it.
+So the index is a head and sealed parts (journal migration 0008):
+
+- ``messages_fts`` (the head) takes every new message: the hook's trigger writes there, as it always did;
+- ``seal`` renames a head of ``PART_ROWS`` messages or more to a part, ``messages_fts_<n>`` (``n``: a
+  number that grows with each seal, so the newest part has the highest), and starts an empty head.
+  ``chats import`` seals between files, ``chats sync`` at the end of a run (``maintain``), which also
+  splits a part too big to rewrite quickly (the whole index of a journal from before the parts) into
+  parts of ``PART_ROWS``, one committed step at a time;
+- a message is in exactly one table. The delete and update triggers find it by that table's
+  ``%_docsize`` row (``write_triggers``), so nothing depends on id ranges (SQLite reuses the highest
+  rowid after it is deleted); an updated message (``chats redact --journal``) moves to the head;
+- a purge deletes from the tables its messages are in and merges those alone (``erase``); a part left
+  empty is dropped.
+
+Full text asks the tables newest first (``tables``): the head, then the parts from the highest number.
+bm25 is computed per table (its statistics are that part's), which is the price of the split.
+"""
+
+import re
+
+from .. import faults
+from .db import Immediate
+
+HEAD = "messages_fts"
+PART_ROWS = 65_536    # a part's size when sealed: `optimize` of 65,536 messages ~1 s here (a 32,768-message
+#   part of the scale corpus: 0.44 s; scripts/bench_purge.py), and ~16 tables at a million messages
+SPLIT_ABOVE = 2 * PART_ROWS   # a sealed part bigger than this is split (``maintain``)
+CREATE = ("CREATE VIRTUAL TABLE {name} USING fts5(content, content='messages', content_rowid='id', "
+          "tokenize='porter unicode61 remove_diacritics 2')")
+SHADOWS = ("data", "idx", "docsize", "config")
+_PART = re.compile(r"messages_fts_([0-9]{8})")
+STEP = 1000          # between the numbers of two seals: room for the parts of a split
+TRIGGERS = ("messages_fts_insert", "messages_fts_delete", "messages_fts_update")
+
+
+def tables(conn):
+    """The index's tables, newest first: the head, then the sealed parts from the highest number."""
+    parts = []
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB "
+                                "'messages_fts_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]' AND "
+                                "sql LIKE 'CREATE VIRTUAL TABLE%'"):
+        if _PART.fullmatch(name):
+            parts.append(name)
+    return [HEAD] + sorted(parts, reverse=True)
+
+
+def rows(conn, name):
+    """The messages ``name`` indexes: the total FTS5 keeps in its averages record (``%_data`` rowid 1, a
+    varint in SQLite's format), read in O(1)."""
+    _check(name)
+    found = conn.execute(f"SELECT block FROM {name}_data WHERE id = 1").fetchall()
+    blob, value = (found[0][0] if found else b"") or b"", 0
+    for i, byte in enumerate(blob[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
+
+
+def holding(conn, ids_sql, args=()):
+    """{table: how many of the messages ``ids_sql`` selects it holds}, for the tables holding any."""
+    found = {}
+    for name in tables(conn):
+        n = conn.execute(f"SELECT count(*) FROM {name}_docsize WHERE id IN ({ids_sql})", args).fetchall()[0][0]
+        if n:
+            found[name] = n
+    return found
+
+
+def count_matches(conn, match, limit):
+    """How many messages match the FTS5 expression ``match``, counted up to ``limit`` (each table's read
+    bounded by what is still missing)."""
+    total = 0
+    for name in tables(conn):
+        total += conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)",
+                              (match, limit - total)).fetchall()[0][0]
+        if total >= limit:
+            break
+    return total
+
+
+def secure_delete(conn, name, on):
+    """FTS5's secure-delete option of one table (kept in its ``%_config``)."""
+    _check(name)
+    conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('secure-delete', ?)", (int(on),))
+
+
+def optimize(conn, name):
+    _check(name)
+    conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
+
+
+def write_triggers(conn, names=None):
+    """The triggers that keep the index in step with ``messages``: a new message goes to the head; a
+    deleted one leaves the table that holds it (one ``%_docsize`` lookup a table); an updated one leaves
+    its table and goes to the head. Called in the transaction that changes the tables."""
+    names = tables(conn) if names is None else names
+    for name in names:
+        _check(name)
+    for trigger in TRIGGERS:
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    leave = "".join(f"    INSERT INTO {n}({n}, rowid, content) SELECT 'delete', old.id, old.content "
+                    f"WHERE EXISTS (SELECT 1 FROM {n}_docsize WHERE id = old.id);\n" for n in names)
+    conn.execute(f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN\n"
+                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, new.content);\nEND")
+    conn.execute(f"CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN\n{leave}END")
+    conn.execute(f"CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN\n{leave}"
+                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, new.content);\nEND")
+
+
+def seal(conn, at_least=None):
+    """Rename the head to the next part and start an empty one, when the head holds ``at_least`` messages
+    (default ``PART_ROWS``) or more. Returns the part's name, or None. One short transaction (a rename, no
+    rewrite)."""
+    at_least = PART_ROWS if at_least is None else at_least
+    with Immediate(conn):
+        if rows(conn, HEAD) < max(1, at_least):
+            return None
+        name = _next_name(conn)
+        for trigger in TRIGGERS:
+            conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        conn.execute(f"ALTER TABLE {HEAD} RENAME TO {name}")
+        _create(conn, HEAD)
+        write_triggers(conn)
+    return name
+
+
+def split(conn, name, size=None, on_step=None):
+    """Move the messages of part ``name`` into new parts of ``size`` (default ``PART_ROWS``) messages,
+    oldest first, one committed step each (a crash leaves every message in exactly one table), then drop
+    ``name``. Its deletes are plain (markers): what they leave in its segments goes with the table, dropped
+    under ``secure_delete``."""
+    _check(name)
+    size = PART_ROWS if size is None else size
+    if name == HEAD:
+        raise ValueError("the head is sealed before it is split")
+    secure_delete(conn, name, False)
+    while True:
+        with Immediate(conn):
+            ids = [r[0] for r in conn.execute(f"SELECT id FROM {name}_docsize ORDER BY id LIMIT ?", (size,))]
+            if not ids:
+                _drop(conn, name)
+                return
+            part = _next_name(conn, below=name)
+            _create(conn, part)
+            write_triggers(conn)
+            conn.execute(f"INSERT INTO {part}(rowid, content) SELECT m.id, m.content FROM {name}_docsize d "
+                         f"JOIN messages m ON m.id = d.id WHERE d.id BETWEEN ? AND ?", (ids[0], ids[-1]))
+            conn.execute(f"INSERT INTO {name}({name}, rowid, content) SELECT 'delete', m.id, m.content "
+                         f"FROM messages m WHERE m.id IN (SELECT id FROM {part}_docsize)")
+            faults.point("mid-split")
+        faults.point("after-split-step")
+        if on_step:
+            on_step(part, len(ids))
+
+
+def drop_empty(conn):
+    """Drop the sealed parts that hold no message (a purge emptied them). Returns their names."""
+    with Immediate(conn):
+        empty = [n for n in tables(conn)[1:] if rows(conn, n) == 0 and
+                 not conn.execute(f"SELECT 1 FROM {n}_docsize LIMIT 1").fetchall()]
+        for name in empty:
+            _drop(conn, name)
+    return empty
+
+
+def maintain(conn, on_step=None):
+    """What ``chats sync`` does after a run: seal a full head, split any part too big to merge quickly.
+    Returns the number of messages moved by splits."""
+    seal(conn)
+    moved = 0
+    for name in tables(conn)[1:]:
+        if rows(conn, name) > SPLIT_ABOVE:
+            def step(part, n):
+                nonlocal moved
+                moved += n
+                if on_step:
+                    on_step(part, n)
+            split(conn, name, on_step=step)
+    return moved
+
+
+def rebuild(conn):
+    """The whole index made again from the messages, in one transaction: every part dropped, the head
+    made anew (also when it, or a shadow table of it, is gone) and filled (FTS5's ``rebuild``), the triggers
+    written for the head alone. ``chats doctor --rebuild-fts``, for an index out of step with the messages
+    or missing; ``chats sync`` splits it again."""
+    with Immediate(conn):
+        for trigger in TRIGGERS:
+            conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for name in tables(conn)[1:] + [HEAD]:
+            _drop_table(conn, name)
+        _create(conn, HEAD)
+        conn.execute(f"INSERT INTO {HEAD}({HEAD}) VALUES ('rebuild')")
+        write_triggers(conn, [HEAD])
+
+
+def _drop_table(conn, name):
+    """``name`` and its shadow tables gone, whatever is left of them (a damaged table may not drop as one)."""
+    _check(name)
+    try:
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+    except Exception:  # noqa: BLE001 - apsw's error for a virtual table missing its shadows: drop them one by one
+        conn.execute("PRAGMA writable_schema = ON")
+        try:
+            conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        finally:
+            conn.execute("PRAGMA writable_schema = OFF")
+    for shadow in SHADOWS + ("content",):
+        conn.execute(f"DROP TABLE IF EXISTS {name}_{shadow}")
+
+
+def shadows_missing(conn):
+    """The shadow tables (``%_data`` ...) missing from the index's tables: what makes every query of
+    that table, and every write to the journal, fail."""
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    names = tables(conn)
+    wanted = ([HEAD] if HEAD not in present else []) + [f"{n}_{s}" for n in names for s in SHADOWS]
+    return [w for w in wanted if w not in present]
+
+
+def coverage(conn):
+    """(messages in no table, messages in two or more, rows naming no message), read from the
+    ``%_docsize`` tables: all three 0 when the parts index every message once. Reads every row."""
+    union = " UNION ALL ".join(f"SELECT id FROM {n}_docsize" for n in tables(conn))
+    conn.execute("DROP TABLE IF EXISTS temp.fts_coverage")
+    conn.execute(f"CREATE TEMP TABLE fts_coverage AS SELECT id, count(*) AS n FROM ({union}) GROUP BY id")
+    try:
+        unindexed = conn.execute("SELECT count(*) FROM messages m WHERE NOT EXISTS "
+                                 "(SELECT 1 FROM temp.fts_coverage c WHERE c.id = m.id)").fetchall()[0][0]
+        twice = conn.execute("SELECT count(*) FROM temp.fts_coverage WHERE n > 1").fetchall()[0][0]
+        stray = conn.execute("SELECT count(*) FROM temp.fts_coverage c WHERE NOT EXISTS "
+                             "(SELECT 1 FROM messages m WHERE m.id = c.id)").fetchall()[0][0]
+    finally:
+        conn.execute("DROP TABLE IF EXISTS temp.fts_coverage")
+    return unindexed, twice, stray
+
+
+def _create(conn, name):
+    conn.execute(CREATE.format(name=name))
+    secure_delete(conn, name, True)
+
+
+def _drop(conn, name):
+    """Drop a part (its shadow tables with it) and write the triggers without it; in the caller's transaction."""
+    _check(name)
+    remaining = [n for n in tables(conn) if n != name]
+    write_triggers(conn, remaining)
+    conn.execute(f"DROP TABLE {name}")
+
+
+def _next_name(conn, below=None):
+    """A new part's name: ``STEP`` above every part's number; or, for a step of splitting part ``below``,
+    the number above the highest below it, so that the split's parts keep its place in the order, oldest
+    lowest (a split has ``STEP`` - 1 numbers: 65M messages)."""
+    numbers = sorted(int(_PART.fullmatch(n).group(1)) for n in tables(conn)[1:])
+    if below is None:
+        return f"messages_fts_{(numbers[-1] // STEP + 1 if numbers else 1) * STEP:08d}"
+    top = int(_PART.fullmatch(below).group(1))
+    new = max((n for n in numbers if n < top), default=0) + 1
+    if new >= top:
+        raise RuntimeError(f"no free part number below {below}")
+    return f"messages_fts_{new:08d}"
+
+
+def _check(name):
+    """Table names are built into SQL here: only the head and ``messages_fts_<8 digits>`` pass."""
+    if name != HEAD and not _PART.fullmatch(name):
+        raise ValueError(f"not a full-text table of the journal: {name!r}")

@@ -1,0 +1,245 @@
+"""The journal's full-text index in parts (``localstore.ftsparts``, issue 22): full text over the parts
+finds what one table finds, a purge erases from the parts its session is in (on disk, both of its ways),
+a part left empty goes, a kill -9 mid-split keeps every message in exactly one table, `chats sync` splits
+a journal's whole index from before the parts, and doctor checks and rebuilds the parts."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid as uuidlib
+
+import pytest
+from click.testing import CliRunner
+
+from claude_chats import paths
+from claude_chats.cli import main
+from claude_chats.faults import ENV
+from claude_chats.localstore import ftsparts
+from claude_chats.localstore.journal import Journal
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.search.core import Filters
+from tests.support import ROOT
+from tests.support.stand_ins import chats, line, write
+
+COMMON = "deploy pipeline cache"
+
+
+def session_rows(session, n, project="/work/proj", mark=None):
+    """``n`` alternating lines of ``session``; each names the session's own word and its place, some words
+    are common to every session, and ``mark`` (a word found nowhere else) is in its first line."""
+    word = "zq" + session.replace("-", "")
+    texts = [f"{word} step{i % 7} {COMMON} {'retry' if i % 3 == 0 else 'rollback'} item{i}" for i in range(n)]
+    if mark:
+        texts[0] += f" {mark}"
+    return [line("user" if i % 2 == 0 else "assistant", t, session, i, cwd=project) for i, t in enumerate(texts)]
+
+
+def import_sessions(tmp_path, sizes, marks=None):
+    """Sessions ``s0``, ``s1`` ... of ``sizes`` messages, two projects, imported with `chats import`."""
+    marks = marks or {}
+    names = []
+    for k, n in enumerate(sizes):
+        session = f"sess-{k:02d}-{uuidlib.uuid4().hex[:6]}"
+        project = "/work/proj" if k % 2 == 0 else "/work/other"
+        write(tmp_path / "claude" / "projects" / project.replace("/", "-") / f"{session}.jsonl",
+              session_rows(session, n, project, marks.get(k)))
+        names.append(session)
+    chats("import")
+    return names
+
+
+def split_into_parts(conn, size):
+    """The head sealed and split into parts of ``size`` messages; the parts' names."""
+    part = ftsparts.seal(conn, at_least=1)
+    assert part is not None
+    ftsparts.split(conn, part, size=size)
+    return ftsparts.tables(conn)[1:]
+
+
+QUERIES = [('"retry"', Filters()), ('"step3" OR "rollback"', Filters()), ('"item7"', Filters()),
+           ('"retry"', Filters.build(project_path="/work/other")), ('"pipeline"', Filters.build(role="user"))]
+
+
+def ranked_sets(journal, scored):
+    search = LocalSearch(journal, scored_matches=scored)
+    return [sorted(i for i, *_ in search._ranked(match, f, 10_000)) for match, f in QUERIES]
+
+
+def test_full_text_over_parts_ranks_the_matches_one_table_ranks(tmp_path):
+    import_sessions(tmp_path, [60, 45, 80, 30, 55])
+    with Journal.open() as journal:
+        whole = {scored: ranked_sets(journal, scored) for scored in (25, 10_000)}
+        assert ftsparts.tables(journal.conn) == ["messages_fts"]
+        parts = split_into_parts(journal.conn, 70)
+        assert len(parts) == 4 and ftsparts.rows(journal.conn, "messages_fts") == 0
+        assert sum(ftsparts.rows(journal.conn, p) for p in parts) == 270
+        chats("import")    # nothing new: the parts stay as they are
+        write(tmp_path / "claude" / "projects" / "-work-proj" / "sess-late.jsonl", session_rows("sess-late", 12))
+        chats("import")    # a new session goes to the head
+        assert ftsparts.rows(journal.conn, "messages_fts") == 12
+        late = {i for (i,) in journal.conn.execute("SELECT id FROM messages WHERE session_id = 'sess-late'")}
+        for scored in (25, 10_000):
+            # the newest ``scored`` matches are the same messages, whichever table holds them
+            got = [sorted(set(ids) - late) if scored == 10_000 else ids for ids in ranked_sets(journal, scored)]
+            if scored == 10_000:
+                assert got == whole[scored]
+            else:   # the late session's matches are the newest now: the window moved by them, not by the parts
+                for ids, before in zip(got, whole[scored]):
+                    assert set(ids) - late <= set(before) and len(ids) == min(25, len(before) + len(set(ids) & late))
+        assert ftsparts.count_matches(journal.conn, '"retry"', 10**6) == \
+            journal.conn.execute("SELECT count(*) FROM messages WHERE content LIKE '% retry %'").fetchall()[0][0]
+
+
+def test_a_small_purge_erases_in_place_and_a_large_one_merges_its_part_both_leave_nothing_on_disk(tmp_path):
+    marks = {0: "Quillwortpartsmall", 1: "Saxifragepartlarge", 2: "Heliotropekept"}
+    small, large, kept, *_ = import_sessions(tmp_path, [2, 150, 1100, 700], marks)
+    with Journal.open() as journal:
+        split_into_parts(journal.conn, 1000)
+        where = {n: ftsparts.holding(journal.conn, "SELECT id FROM messages WHERE session_id = ?", (s,))
+                 for n, s in (("small", small), ("large", large))}
+    # 2 messages of a 1,000-message part: FTS5's secure-delete; 150: plain deletes, then that part merged
+    assert set(where["small"]) == {"messages_fts_00000001"} and set(where["large"]) == {"messages_fts_00000001"}
+    for session in (small, large):
+        chats("purge", "--session", session, "--yes")
+    data = b"".join(open(p, "rb").read() for p in (paths.journal_path(), paths.journal_path() + "-wal")
+                    if os.path.exists(p))
+    for word in ("Quillwortpartsmall", "Saxifragepartlarge", "zq" + small.replace("-", ""),
+                 "zq" + large.replace("-", "")):
+        assert word.encode() not in data and word.lower().encode() not in data, word
+    assert b"heliotropekept" in data      # what is kept is still there: the search is meaningful
+    result = json.loads(chats("search", "Heliotropekept", "--mode", "fulltext", "--json"))
+    assert result["hits"] and result["hits"][0]["session_id"] == kept
+    with Journal.open() as journal:
+        assert ftsparts.coverage(journal.conn) == (0, 0, 0)
+        assert sum(ftsparts.rows(journal.conn, n) for n in ftsparts.tables(journal.conn)) == 1800
+
+
+def test_a_part_a_purge_empties_is_dropped(tmp_path):
+    first, second = import_sessions(tmp_path, [40, 30])   # /work/other sorts first: the second's ids are 1-30
+    with Journal.open() as journal:
+        parts = split_into_parts(journal.conn, 30)
+        assert len(parts) == 3
+    chats("purge", "--session", second, "--yes")
+    with Journal.open() as journal:
+        left = ftsparts.tables(journal.conn)
+        assert len(left) == 3 and parts[-1] not in left   # the oldest part held the second session alone
+        names = {r[0] for r in journal.conn.execute("SELECT name FROM sqlite_master")}
+        assert not [n for n in names if n.startswith(parts[-1])]          # its shadow tables with it
+        triggers = " ".join(r[0] for r in journal.conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'"))
+        assert parts[-1] not in triggers
+    chats("purge", "--session", first, "--yes")   # the triggers still work: the other parts go too
+    with Journal.open() as journal:
+        assert ftsparts.tables(journal.conn) == ["messages_fts"]
+        assert journal.conn.execute("SELECT count(*) FROM messages").fetchall()[0][0] == 0
+
+
+def test_a_message_redacted_in_place_moves_to_the_head(tmp_path):
+    (session,) = import_sessions(tmp_path, [20])
+    with Journal.open() as journal:
+        split_into_parts(journal.conn, 8)
+        target = journal.conn.execute("SELECT id FROM messages WHERE session_id = ? AND seq = 3", (session,)
+                                      ).fetchall()[0][0]
+        journal.conn.execute("UPDATE messages SET content = 'redacted Marigoldupdated' WHERE id = ?", (target,))
+        assert ftsparts.holding(journal.conn, "SELECT ?", (target,)) == {"messages_fts": 1}
+        assert ftsparts.count_matches(journal.conn, '"Marigoldupdated"', 10) == 1
+        assert ftsparts.coverage(journal.conn) == (0, 0, 0)
+
+
+KILLER = """
+import sys
+from claude_chats.localstore import db, ftsparts
+conn = db.connect(sys.argv[1])
+ftsparts.split(conn, sys.argv[2], size=int(sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("point", ["mid-split@2", "after-split-step@3"])
+def test_killed_mid_split_every_message_stays_in_exactly_one_table(tmp_path, point):
+    import_sessions(tmp_path, [90, 70, 60])
+    with Journal.open() as journal:
+        whole = ranked_sets(journal, 10_000)
+        part = ftsparts.seal(journal.conn, at_least=1)
+    env = {**os.environ, ENV: point, "PYTHONPATH": ROOT}
+    killed = subprocess.run([sys.executable, "-c", KILLER, paths.journal_path(), part, "50"], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    with Journal.open() as journal:
+        tables = ftsparts.tables(journal.conn)
+        assert part in tables and len(tables) > 2            # cut off midway: the old part and some new ones
+        assert ftsparts.coverage(journal.conn) == (0, 0, 0)
+        assert ranked_sets(journal, 10_000) == whole           # searches meanwhile find every match once
+    out = chats("import")                                      # the journal is written to as usual meanwhile
+    assert "; 0 errors" in out
+    with Journal.open() as journal:
+        ftsparts.split(journal.conn, part, size=50)            # and the split goes on from where it was cut
+        tables = ftsparts.tables(journal.conn)
+        assert part not in tables and len(tables) == 1 + 5
+        assert ftsparts.coverage(journal.conn) == (0, 0, 0) and ranked_sets(journal, 10_000) == whole
+
+
+def test_sync_splits_the_whole_index_of_a_journal_from_before_the_parts(tmp_path, monkeypatch):
+    import_sessions(tmp_path, [120, 100])
+    with Journal.open() as journal:
+        whole = ranked_sets(journal, 10_000)
+        ftsparts.seal(journal.conn, at_least=1)              # one big part, as migration 0008 leaves an old index
+    monkeypatch.setattr(ftsparts, "PART_ROWS", 64)
+    monkeypatch.setattr(ftsparts, "SPLIT_ABOVE", 128)
+    # no model here: the sync embeds nothing, and still keeps the index in parts
+    report = json.loads(CliRunner().invoke(main, ["sync", "--json"]).stdout)
+    assert report["fts_moved"] == 220 and not [e for e in report["errors"] if "full-text" in e]
+    with Journal.open() as journal:
+        tables = ftsparts.tables(journal.conn)
+        assert [ftsparts.rows(journal.conn, n) for n in tables] == [0, 28, 64, 64, 64]   # newest first
+        assert ranked_sets(journal, 10_000) == whole
+    assert json.loads(CliRunner().invoke(main, ["sync", "--json"]).stdout)["fts_moved"] == 0   # once
+
+
+def test_doctor_checks_every_part_and_rebuilds_an_index_out_of_step(tmp_path):
+    first, _ = import_sessions(tmp_path, [50, 40])
+    with Journal.open() as journal:
+        split_into_parts(journal.conn, 30)
+        whole = ranked_sets(journal, 10_000)
+    checks = {c["name"]: c for c in json.loads(CliRunner().invoke(main, ["doctor", "--full", "--json"]).stdout)}
+    assert checks["fts"]["status"] == "pass" and "4 tables" in checks["fts"]["detail"]
+    with Journal.open() as journal:   # a message the index lost (written with the triggers off, say)
+        conn = journal.conn
+        lost = conn.execute("SELECT id FROM messages WHERE session_id = ? AND seq = 5", (first,)).fetchall()[0][0]
+        table = next(iter(ftsparts.holding(conn, "SELECT ?", (lost,))))
+        conn.execute(f"INSERT INTO {table}({table}, rowid, content) SELECT 'delete', id, content FROM messages "
+                     f"WHERE id = ?", (lost,))
+    result = CliRunner().invoke(main, ["doctor", "--json"])
+    fts = next(c for c in json.loads(result.stdout) if c["name"] == "fts")
+    assert fts["status"] == "fail" and "out of step" in fts["detail"] and "--rebuild-fts" in fts["fix"]
+    result = CliRunner().invoke(main, ["doctor", "--rebuild-fts", "--full", "--json"])
+    fts = next(c for c in json.loads(result.stdout) if c["name"] == "fts")
+    assert fts["status"] == "pass" and "one table" in fts["detail"]
+    with Journal.open() as journal:
+        assert ftsparts.tables(journal.conn) == ["messages_fts"] and ranked_sets(journal, 10_000) == whole
+
+
+@pytest.mark.parametrize("name", ["messages", "messages_fts_1", "messages_fts_00000001; DROP TABLE messages",
+                                  "messages_fts_0000000a", "sqlite_master"])
+def test_a_name_that_is_not_a_part_is_never_built_into_sql(name):
+    with Journal.open() as journal:
+        with pytest.raises(ValueError):
+            ftsparts.optimize(journal.conn, name)
+        journal.conn.execute("CREATE TABLE messages_fts_00000007(x)")    # a plain table named as a part
+        assert ftsparts.tables(journal.conn) == ["messages_fts"]
+
+
+def test_a_part_missing_its_shadow_table_fails_doctor_and_the_rebuild_mends_it(tmp_path):
+    import_sessions(tmp_path, [30, 30])
+    with Journal.open() as journal:
+        parts = split_into_parts(journal.conn, 20)
+        whole = ranked_sets(journal, 10_000)
+        journal.conn.execute(f"DROP TABLE {parts[0]}_idx")
+    fts = next(c for c in json.loads(CliRunner().invoke(main, ["doctor", "--json"]).stdout) if c["name"] == "fts")
+    assert fts["status"] == "fail" and f"{parts[0]}_idx" in fts["detail"] and "--rebuild-fts" in fts["fix"]
+    result = CliRunner().invoke(main, ["doctor", "--rebuild-fts", "--full", "--json"])
+    fts = next(c for c in json.loads(result.stdout) if c["name"] == "fts")
+    assert fts["status"] == "pass", fts
+    with Journal.open() as journal:
+        assert ranked_sets(journal, 10_000) == whole
+        assert not [r for r in journal.conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts_0%'")]
+    chats("import")     # the journal takes writes again
