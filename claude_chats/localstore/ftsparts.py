@@ -20,8 +20,6 @@ Full text asks the tables newest first (``tables``): the head, then the parts fr
 bm25 is computed per table (its statistics are that part's), which is the price of the split.
 """
 
-import re
-
 from .. import faults
 from .db import Immediate
 
@@ -32,7 +30,7 @@ SPLIT_ABOVE = 2 * PART_ROWS   # a sealed part bigger than this is split (``maint
 CREATE = ("CREATE VIRTUAL TABLE {name} USING fts5(content, content='messages', content_rowid='id', "
           "tokenize='porter unicode61 remove_diacritics 2')")
 SHADOWS = ("data", "idx", "docsize", "config")
-_PART = re.compile(r"messages_fts_([0-9]{8})")
+PREFIX = "messages_fts_"   # a part: this and 8 digits (no `re`: the hook imports this module)
 STEP = 1000          # between the numbers of two seals: room for the parts of a split
 TRIGGERS = ("messages_fts_insert", "messages_fts_delete", "messages_fts_update")
 
@@ -43,24 +41,43 @@ def tables(conn):
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB "
                                 "'messages_fts_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]' AND "
                                 "sql LIKE 'CREATE VIRTUAL TABLE%'"):
-        if _PART.fullmatch(name):
+        if is_part(name):
             parts.append(name)
     return [HEAD] + sorted(parts, reverse=True)
 
 
 def rows(conn, name):
-    """The messages ``name`` indexes: the total FTS5 keeps in its averages record (``%_data`` rowid 1, a
-    varint in SQLite's format), read in O(1)."""
+    """The messages ``name`` indexes, read in O(1) (``totals``)."""
+    return totals(conn, name)[0]
+
+
+def totals(conn, name):
+    """(messages, tokens) that ``name`` indexes: FTS5's averages record (``%_data`` rowid 1: the row
+    total, then each column's token total, varints in SQLite's format), read in O(1)."""
     _check(name)
     found = conn.execute(f"SELECT block FROM {name}_data WHERE id = 1").fetchall()
-    blob, value = (found[0][0] if found else b"") or b"", 0
-    for i, byte in enumerate(blob[:9]):
+    blob = (found[0][0] if found else b"") or b""
+    values, at = [], 0
+    while len(values) < 2:
+        value, at = _varint(blob, at)
+        values.append(value)
+    return tuple(values)
+
+
+def _varint(blob, at):
+    """(value, next offset) of the SQLite varint at ``at``; 0 past the end (an empty record)."""
+    value = 0
+    for i in range(9):
+        if at >= len(blob):
+            return value, at
+        byte = blob[at]
+        at += 1
         if i == 8:
-            return (value << 8) | byte
+            return (value << 8) | byte, at
         value = (value << 7) | (byte & 0x7F)
         if byte < 0x80:
-            return value
-    return value
+            return value, at
+    return value, at
 
 
 def holding(conn, ids_sql, args=()):
@@ -259,17 +276,23 @@ def _next_name(conn, below=None):
     """A new part's name: ``STEP`` above every part's number; or, for a step of splitting part ``below``,
     the number above the highest below it, so that the split's parts keep its place in the order, oldest
     lowest (a split has ``STEP`` - 1 numbers: 65M messages)."""
-    numbers = sorted(int(_PART.fullmatch(n).group(1)) for n in tables(conn)[1:])
+    numbers = sorted(int(n[len(PREFIX):]) for n in tables(conn)[1:])
     if below is None:
         return f"messages_fts_{(numbers[-1] // STEP + 1 if numbers else 1) * STEP:08d}"
-    top = int(_PART.fullmatch(below).group(1))
+    top = int(below[len(PREFIX):])
     new = max((n for n in numbers if n < top), default=0) + 1
     if new >= top:
         raise RuntimeError(f"no free part number below {below}")
     return f"messages_fts_{new:08d}"
 
 
+def is_part(name):
+    """``messages_fts_`` and 8 ASCII digits."""
+    digits = name[len(PREFIX):] if isinstance(name, str) and name.startswith(PREFIX) else ""
+    return len(digits) == 8 and all("0" <= c <= "9" for c in digits)
+
+
 def _check(name):
     """Table names are built into SQL here: only the head and ``messages_fts_<8 digits>`` pass."""
-    if name != HEAD and not _PART.fullmatch(name):
+    if name != HEAD and not is_part(name):
         raise ValueError(f"not a full-text table of the journal: {name!r}")

@@ -32,7 +32,7 @@ import math
 
 from .. import transcript
 from ..words import MATCH_ROWS, STOPWORDS, alnum_words, selective
-from . import ftsparts
+from . import bm25, ftsparts
 from .db import session_name
 
 _SESSION_NAME = session_name()
@@ -388,10 +388,12 @@ def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
         return []   # only common words: nothing specific to point at, and no need to rank them
     match = " OR ".join(_quote(t) for t in probed)
     names = ftsparts.tables(conn)
+    ranker = bm25.Ranker(conn)
+    ranker.prepare(match, names)    # scores as one table gives them, whatever the parts
     current = session_id or ""
     rows = conn.execute(
         f"SELECT m.session_id, m.seq, -f.rank, m.content, {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
-        f"FROM ({_best_of_every_table(names)} ORDER BY rank LIMIT {HINT_ROWS}) f "
+        f"FROM ({_best_of_every_table(names, ranker)} ORDER BY rank LIMIT {HINT_ROWS}) f "
         f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "
         f"AND m.session_id != ? "
@@ -424,11 +426,11 @@ def _best_possible(probed, counts, terms, size):
     return sum(max(math.log((size - held[t] + 0.5) / (held[t] + 0.5)), 1e-6) * (BM25_K1 + 1) for t in probed)
 
 
-def _best_of_every_table(names):
+def _best_of_every_table(names, ranker):
     """SQL of the ``HINT_ROWS`` best-ranked matches of each of the index's tables (one ``?``, the MATCH
     expression, a table), as (rowid, rank)."""
-    return " UNION ALL ".join(f"SELECT * FROM (SELECT rowid, rank FROM {n} WHERE {n} MATCH ? ORDER BY rank "
-                              f"LIMIT {HINT_ROWS})" for n in names)
+    return " UNION ALL ".join(f"SELECT * FROM (SELECT rowid, {ranker.score(n)} AS rank FROM {n} WHERE {n} MATCH ? "
+                              f"ORDER BY rank LIMIT {HINT_ROWS})" for n in names)
 
 
 def _quote(word):

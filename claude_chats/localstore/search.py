@@ -39,7 +39,7 @@ from ..search.core import (
     selective,
 )
 from ..times import iso
-from . import counts, db, fts, ftsparts, ivf, vectors
+from . import bm25, counts, db, fts, ftsparts, ivf, vectors
 from .fts import fts_match
 from .journal import Journal
 
@@ -58,6 +58,7 @@ class LocalSearch:
     def __init__(self, journal, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES):
         self.journal, self.conn = journal, journal.conn
         self.match_rows, self.scored_matches = match_rows, scored_matches
+        self._ranker = bm25.Ranker(self.conn)
         self._vec_loaded = False
         self._vec_tables = {}
         self._readers = {}
@@ -208,9 +209,10 @@ class LocalSearch:
     def _fulltext(self, match, where, args, top, limit, cut):
         if not cut:
             return []
+        self._ranker.prepare(match, ftsparts.tables(self.conn))   # every table's statistics, as one table's
         inner = " UNION ALL ".join(
-            f"SELECT * FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ? AND rowid >= ? "
-            f"ORDER BY rank LIMIT ?)" for table, _ in cut)
+            f"SELECT * FROM (SELECT rowid, {self._ranker.score(table)} AS rank FROM {table} WHERE {table} MATCH ? "
+            f"AND rowid >= ? ORDER BY rank LIMIT ?)" for table, _ in cut)
         sql = (f"SELECT m.id, m.session_id, m.seq, f.rank FROM ({inner} ORDER BY rank LIMIT ?) f "
                f"JOIN messages m ON m.id = f.rowid "
                f"JOIN sessions s ON s.id = m.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")

@@ -11,11 +11,13 @@ import uuid as uuidlib
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from claude_chats import paths
 from claude_chats.cli import main
 from claude_chats.faults import ENV
-from claude_chats.localstore import ftsparts
+from claude_chats.localstore import bm25, fts, ftsparts
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.core import Filters
@@ -66,14 +68,45 @@ def ranked_sets(journal, scored):
     return [sorted(i for i, *_ in search._ranked(match, f, 10_000)) for match, f in QUERIES]
 
 
+def ranked(journal, scored=10_000, limit=10_000):
+    """Each query's ranking: [(message id, score)], best first."""
+    search = LocalSearch(journal, scored_matches=scored)
+    return [[(i, score) for i, _s, _q, score in search._ranked(match, f, limit)] for match, f in QUERIES]
+
+
+EXPRESSIONS = ['"retry"', '"step3" OR "rollback" OR "item7"', '"deploy pipeline" AND "step2"',
+               '("retry" OR "step5") NOT "item12"', '"cache" OR "nowhereword"']
+
+
+def test_over_parts_every_message_scores_what_bm25_gives_it_in_one_table(tmp_path):
+    import_sessions(tmp_path, [70, 45, 90, 30])
+    with Journal.open() as journal:
+        conn = journal.conn
+        one = {m: dict(conn.execute("SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH ?",
+                                    (m,)).fetchall()) for m in EXPRESSIONS}
+        assert all(len(v) for m, v in one.items() if "nowhere" not in m)
+        names = split_into_parts(conn, 40)
+        ranker = bm25.Ranker(conn)
+        for m in EXPRESSIONS:
+            ranker.prepare(m, ftsparts.tables(conn))
+            parts = {}
+            for n in names:
+                parts.update(conn.execute(f"SELECT rowid, {ranker.score(n)} FROM {n} WHERE {n} MATCH ?", (m,)))
+                native = dict(conn.execute(f"SELECT rowid, bm25({n}) FROM {n} WHERE {n} MATCH ?", (m,)).fetchall())
+                assert set(native) <= set(one[m])
+            assert parts == one[m], m      # the same floats, message by message
+
+
 def test_full_text_over_parts_ranks_the_matches_one_table_ranks(tmp_path):
     import_sessions(tmp_path, [60, 45, 80, 30, 55])
     with Journal.open() as journal:
         whole = {scored: ranked_sets(journal, scored) for scored in (25, 10_000)}
+        order = ranked(journal, 25, 10)
         assert ftsparts.tables(journal.conn) == ["messages_fts"]
         parts = split_into_parts(journal.conn, 70)
         assert len(parts) == 4 and ftsparts.rows(journal.conn, "messages_fts") == 0
         assert sum(ftsparts.rows(journal.conn, p) for p in parts) == 270
+        assert ranked(journal, 25, 10) == order     # the same messages, scores and order as one table
         chats("import")    # nothing new: the parts stay as they are
         write(tmp_path / "claude" / "projects" / "-work-proj" / "sess-late.jsonl", session_rows("sess-late", 12))
         chats("import")    # a new session goes to the head
@@ -243,3 +276,16 @@ def test_a_part_missing_its_shadow_table_fails_doctor_and_the_rebuild_mends_it(t
         assert ranked_sets(journal, 10_000) == whole
         assert not [r for r in journal.conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts_0%'")]
     chats("import")     # the journal takes writes again
+
+
+@settings(max_examples=400, derandomize=True)
+@given(st.lists(st.text(alphabet='"ab ()', min_size=1, max_size=8), min_size=1, max_size=6),
+       st.sampled_from([" OR ", " AND ", " NOT "]))
+def test_the_phrase_scanner_reads_every_phrase_the_search_writes(words, joiner):
+    """``bm25.phrases`` (no ``re`` on the hook's path) over the expressions ``fts`` writes: every quoted
+    word, quotes inside included, in order; as the regular expression it replaces reads them."""
+    import re
+
+    quoted = [fts.quote(w) for w in words]
+    expression = "(" + joiner.join(quoted) + ")" if len(quoted) > 1 else quoted[0]
+    assert bm25.phrases(expression) == quoted == re.findall(r'"(?:[^"]|"")*"', expression)

@@ -1,0 +1,88 @@
+"""bm25 over every table of the full-text index, as one table would rank (``ftsparts``).
+
+FTS5's own ``bm25()`` takes its statistics from the table it runs in: with the index in parts, a
+word's rarity and the average message length would be a part's, and the same query would rank
+differently than over one table (at a million messages, 0.86 of the top 10 in common, the top hit
+the same for 7 of 12 queries; scripts/bench_fts_parts.py). ``Ranker`` is FTS5's bm25 (fts5_aux.c:
+k1 1.2, b 0.75, IDF ``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, a phrase's frequency its
+instances in the row) with ``N``, the average length and each phrase's ``n`` summed over every table,
+so the score of a message is what ``bm25()`` gives it in one table holding every message.
+
+The phrases are read from the MATCH expression: the search builds them all as quoted strings
+(``fts.quote``), in the order FTS5 numbers them. A journal with one table ranks with ``bm25()`` itself.
+"""
+
+import math
+
+from . import ftsparts
+
+FUNCTION = "chats_bm25"
+K1, B = 1.2, 0.75
+
+
+def phrases(match):
+    """The quoted phrases of an FTS5 expression (``"..."``, a doubled quote inside), in order. No `re`:
+    the hook's hints rank with this."""
+    found, start, at = [], None, 0
+    while at < len(match):
+        if match[at] == '"':
+            if start is None:
+                start = at
+            elif match[at + 1:at + 2] == '"':
+                at += 1                      # a quote inside the phrase
+            else:
+                found.append(match[start:at + 1])
+                start = None
+        at += 1
+    return found
+
+
+class Ranker:
+    """``score(table)``: the SQL of a message's bm25 for the expression last ``prepare``d, over ``names``."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.idf, self.avgdl = None, 1.0
+        self._registered = False
+        self._prepared = None   # what the statistics are of: the expression, the tables, the journal's state
+
+    def prepare(self, match, names):
+        """Statistics of ``match`` over the tables ``names``: the rows, tokens, and messages holding each
+        phrase (a count per phrase and table, as ``bm25()`` counts in its one table)."""
+        if len(names) == 1:
+            self.idf = None
+            return
+        key = (match, tuple(names), self.conn.execute("PRAGMA data_version").fetchall()[0][0],
+               self.conn.total_changes())
+        if key == self._prepared:
+            return
+        if not self._registered:
+            self.conn.register_fts5_function(FUNCTION, self._score)
+            self._registered = True
+        rows = tokens = 0
+        for name in names:
+            r, t = ftsparts.totals(self.conn, name)
+            rows, tokens = rows + r, tokens + t
+        self.avgdl = tokens / rows if rows else 1.0
+        self.idf = []
+        for phrase in phrases(match):
+            hits = sum(self.conn.execute(f"SELECT count(*) FROM {n} WHERE {n} MATCH ?", (phrase,)).fetchall()[0][0]
+                       for n in names)
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows else 0.0
+            self.idf.append(idf if idf > 0.0 else 1e-6)
+        self._prepared = key
+
+    def score(self, table):
+        """The SQL expression ranking a row of ``table`` (lower is better, as ``rank``)."""
+        return "rank" if self.idf is None else f"{FUNCTION}({table})"
+
+    def _score(self, api):
+        idf = self.idf
+        if idf is None or len(idf) != api.phrase_count:
+            raise ValueError(f"{FUNCTION}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
+        length = K1 * (1 - B + B * api.column_size(-1) / self.avgdl)   # fts5_aux.c's order of operations
+        score = 0.0
+        for i, weight in enumerate(idf):
+            freq = float(len(api.phrase_column_offsets(i, 0)))
+            score += weight * ((freq * (K1 + 1.0)) / (freq + length))
+        return -1.0 * score
