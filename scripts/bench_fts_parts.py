@@ -161,7 +161,7 @@ def main():
         b = statistics.median(t for _, t, _ in results["base_search"].values())
         t = statistics.median(t for _, t, _ in results["this_search"].values())
         say(f"  full text in search, p50: this/base {t / b:.2f} ({t:.0f} / {b:.0f} ms); the same hits for {same} of "
-            f"{len(QUERIES)} queries (bm25 is computed per table)")
+            f"{len(QUERIES)} queries (ranked as in one table, localstore/bm25)")
         say(f"  purge: this/base {statistics.median(walls) / results['base_purge']:.3f} "
             f"({statistics.median(walls):.2f} / {results['base_purge']:.2f} s)")
 
