@@ -21,7 +21,7 @@ Then, per size and per code (``base`` = ``git archive REV claude_chats`` in /tmp
 with PYTHONPATH there; ``this`` = the tree this script is in), each figure as whole processes, with the
 load average before and after. The base runs on the same journal when its migrations cover the
 journal's ``user_version`` (the schema allows), else on a journal of its own (imported and synced by
-the base). Figures (``--only``): import, sync, hook, sessions, show, search, mcp, purge, doctor,
+the base; ``--base none``: this code alone). Figures (``--only``): import, sync, hook, sessions, show, search, mcp, purge, doctor,
 status, size, pg (only with ``--postgres URL`` or ``--pgserver``). The purge removes a session made
 for the purpose (the hook figure's transcript, imported by the hook and synced), so the corpus stays
 whole. Prints a markdown table at the end and writes ``--results`` (JSON).
@@ -706,7 +706,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--data", default="/work/scale-data")
-    parser.add_argument("--base", default="d9302fe", help="the previous code's git revision")
+    parser.add_argument("--base", default="d9302fe", help="the previous code's git revision; 'none': this code "
+                                                          "alone (a run at 1M where the base would take hours)")
     parser.add_argument("--only", default=",".join(f for f in FIGURES if f != "pg"),
                         help=f"figures, comma-separated, of: {', '.join(FIGURES)} (pg with --postgres/--pgserver)")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each single-process figure, query list, "
@@ -736,7 +737,9 @@ def main():
         only.append("pg")
     if "pg" in only and not ctx.postgres:
         parser.error("the pg figures need --postgres URL or --pgserver")
-    base = prepare_base(args.base)
+    alone = args.base == "none"
+    labels = ("this",) if alone else ("base", "this")
+    base = ROOT if alone else prepare_base(args.base)
     rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
     dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "claude_chats"], capture_output=True,
                            text=True).stdout.strip()
@@ -763,7 +766,9 @@ def main():
         ctx.built["this"] = build_home(homes["this"], ROOT, "this", folder, ctx.port, ctx.vectors, args.fresh)
         version = schema_version(homes["this"])
         shared = version <= base_migrations
-        if shared:
+        if alone:
+            say("  --base none: this code alone")
+        elif shared:
             homes["base"] = homes["this"]
             marker = os.path.join(folder, f"base-import-{args.base}.json")
             if os.path.exists(marker) and not args.fresh:
@@ -781,7 +786,7 @@ def main():
             say(f"  the journal's schema {version} > the base's {base_migrations} migrations: the base has its own")
             ctx.built["base"] = build_home(homes["base"], base, "base", folder, ctx.port, ctx.vectors, args.fresh)
         ctx.vectors.mode = "queries"
-        for label in ("this", "base"):    # purpose sessions an interrupted run left: the corpus stays whole
+        for label in labels[::-1]:    # purpose sessions an interrupted run left: the corpus stays whole
             leftover = os.path.join(homes[label], "purpose")
             for name in sorted(os.listdir(leftover)) if os.path.isdir(leftover) else ():
                 env = env_for(homes[label], ROOT, ctx.port)
@@ -791,14 +796,14 @@ def main():
         size_results = {"corpus": {k: v for k, v in ctx.meta.items()}, "shared_journal": shared,
                         "built": ctx.built, "figures": {}, "build_seconds": time.perf_counter() - phase}
         say(f"  journals ready in {time.perf_counter() - phase:.0f} s")
-        for label in ("base", "this"):
+        for label in labels:
             size_results["figures"].setdefault("import", {})[label] = dict(ctx.built[label]["import"])
             if "sync" in ctx.built[label]:
                 size_results["figures"].setdefault("sync", {})[label] = {
                     k: v for k, v in ctx.built[label]["sync"].items() if k != "summary"}
         for figure in only:
             if figure in ("import", "sync"):
-                for label in ("base", "this"):
+                for label in labels:
                     v = size_results["figures"].get(figure, {}).get(label)
                     if v:
                         what = f"{v['msgs_s']:,.0f} msgs/s ({v['wall']:.1f} s)" if figure == "import" else \
@@ -808,13 +813,13 @@ def main():
                 continue
             size_results["figures"][figure] = {}
             envs = {label: env_for(homes[label], base if label == "base" else ROOT, ctx.port)
-                    for label in ("base", "this")}
+                    for label in labels}
             if figure in PAIRED:     # both codes in one interleaved loop
                 before, started = load(), time.perf_counter()
                 pair = globals()[f"fig_{figure}"](ctx, envs)
                 for value in pair.values():
                     value["load"], value["seconds"] = (before, load()), time.perf_counter() - started
-            for label in ("base", "this"):
+            for label in labels:
                 before, started = load(), time.perf_counter()
                 if figure in PAIRED:
                     value = pair[label]
@@ -825,8 +830,9 @@ def main():
                 size_results["figures"][figure][label] = value
                 say(f"  {figure:9} {label:5} {line_of(figure, value)}  [load {before}->{load()}, "
                     f"{value['seconds']:.0f} s]")
-            b, t = (headline(figure, size_results["figures"][figure][k]) for k in ("base", "this"))
-            say(f"  {figure:9} ratio this/base {t / b:.2f}" if b else "")
+            if not alone:
+                b, t = (headline(figure, size_results["figures"][figure][k]) for k in ("base", "this"))
+                say(f"  {figure:9} ratio this/base {t / b:.2f}" if b else "")
         results["sizes"][str(n)] = size_results
         json.dump(results, open(results_path, "w"), indent=1, default=str)
     say(f"\nresults: {results_path}")
@@ -837,15 +843,17 @@ def main():
 
 def markdown(results):
     sizes = list(results["sizes"])
-    head = "| what a user runs | " + " | ".join(f"{int(n):,} messages: this (base)" for n in sizes) + " |"
+    who = "this" if results.get("base") == "none" else f"this ({results.get('base')})"
+    head = "| what a user runs | " + " | ".join(f"{int(n):,} messages: {who}" for n in sizes) + " |"
     rows = [head, "|---|" + "---|" * len(sizes)]
 
     def cell(n, figure, fmt):
         f = results["sizes"][n]["figures"].get(figure, {})
-        if "this" not in f or "base" not in f:
+        if "this" not in f:
             return "-"
         try:
-            return f"{fmt(f['this'])} ({fmt(f['base'])}) [load {f['this']['load'][0]}, {f['this']['load'][1]}]"
+            base = f" ({fmt(f['base'])})" if "base" in f else ""
+            return f"{fmt(f['this'])}{base} [load {f['this']['load'][0]}, {f['this']['load'][1]}]"
         except (KeyError, TypeError):
             return "-"
 
