@@ -279,3 +279,27 @@ def test_slots_naming_no_chunk_are_never_answered(conn):
     query = list(stored.values())[0]
     hits = vectors.knn(conn, space_id, query, k=10)
     assert hits and all(h[0] in stored for h in hits)
+
+
+def test_a_search_reads_one_state_of_the_index_and_leaves_no_transaction_open(tmp_path):
+    """``nearest`` reads the lists and their fine codes in one read transaction: a fold committed by another
+    connection meanwhile is not seen half-way; the connection is back in autocommit after, and a caller's own
+    transaction is left to the caller."""
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    space_id, stored = fill(conn, ["s1"], 3000)
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    stored.update(add_late(conn, space_id, "s1", clustered(300, seed=4)))
+    reader_conn = db.connect(path, readonly=True)
+    reader, chunks, q = ivf.Reader(reader_conn, space_id, scan=10**9), chunk_of(conn), clustered(1, seed=8)[0]
+    before, _ = reader.nearest(q, 10)
+    assert not reader_conn.in_transaction
+    reader_conn.execute("BEGIN")
+    reader.nearest(q, 10)                                   # the caller's snapshot: taken here
+    ivf.fold(conn, space_id, tx(conn))                      # another connection rewrites every list
+    assert reader_conn.in_transaction
+    inside, _ = reader.nearest(q, 10)                       # still the state before the fold, whole
+    reader_conn.execute("COMMIT")
+    after, _ = reader.nearest(q, 10)
+    assert before.tolist() == inside.tolist() == after.tolist()
+    assert {chunks[i] for i in after.tolist()} == exact_top(stored, q)
