@@ -317,8 +317,9 @@ def _progress_lines(p):
         return []
     done = f"{p['chars_done'] / p['chars_total']:.0%} of the text, " if p.get("chars_total") else ""
     eta = f", about {spoken(p['eta_seconds'])} left" if p.get("eta_seconds") is not None else ""
+    step = f"; now: {p['step']}" if isinstance(p.get("step"), str) and p["step"] else ""
     return [f"running since {p.get('started_at')} (pid {p.get('pid')}): {p['messages_done']:,} of "
-            f"{p['messages_total']:,} messages, {done}{spoken(p.get('seconds') or 0)} so far{eta}"]
+            f"{p['messages_total']:,} messages, {done}{spoken(p.get('seconds') or 0)} so far{eta}{step}"]
 
 
 def _backlog_lines(b):

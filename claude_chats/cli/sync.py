@@ -58,6 +58,8 @@ def progress_line(p):
     """``1,234/2,700 messages, ETA 1 min 20 s`` of a ``SyncProgress``."""
     from ..times import spoken
 
+    if getattr(p, "step", ""):
+        return p.step
     eta = p.eta
     left = "" if eta is None else f", ETA {spoken(eta)}"
     return f"{p.messages_done:,}/{p.messages_total:,} messages{left}"

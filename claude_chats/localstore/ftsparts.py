@@ -187,6 +187,11 @@ def drop_empty(conn):
     return empty
 
 
+def to_split(conn):
+    """Messages in parts too big to merge quickly (what ``maintain`` will move)."""
+    return sum(n for n in (rows(conn, name) for name in tables(conn)[1:]) if n > SPLIT_ABOVE)
+
+
 def maintain(conn, on_step=None):
     """What ``chats sync`` does after a run: seal a full head, split any part too big to merge quickly.
     Returns the number of messages moved by splits."""

@@ -228,6 +228,25 @@ def test_sync_splits_the_whole_index_of_a_journal_from_before_the_parts(tmp_path
     assert json.loads(CliRunner().invoke(main, ["sync", "--json"]).stdout)["fts_moved"] == 0   # once
 
 
+def test_a_sync_that_splits_says_so_as_it_goes(tmp_path, monkeypatch):
+    """The split (106 s at 1M, once) is shown by the progress of `chats sync` and kept for `chats status`."""
+    from claude_chats.sync.runner import run_sync
+    from tests.support.fakes import HashEmbedder
+
+    import_sessions(tmp_path, [120, 100])
+    with Journal.open() as journal:
+        ftsparts.seal(journal.conn, at_least=1)
+    monkeypatch.setattr(ftsparts, "PART_ROWS", 64)
+    monkeypatch.setattr(ftsparts, "SPLIT_ABOVE", 128)
+    steps = []
+    report = run_sync(provider=HashEmbedder(), progress=lambda p: steps.append(p.step) if p.step else None)
+    assert report.fts_moved == 220
+    assert steps[-1] == "full-text index into parts: 220/220 messages (once)" and len(set(steps)) == 4, steps
+    with Journal.open() as journal:
+        kept = json.loads(journal.conn.execute("SELECT value FROM state WHERE key = 'sync_progress'").fetchall()[0][0])
+    assert kept["step"] == steps[-1]
+
+
 def test_doctor_checks_every_part_and_rebuilds_an_index_out_of_step(tmp_path):
     first, _ = import_sessions(tmp_path, [50, 40])
     with Journal.open() as journal:
