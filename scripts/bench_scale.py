@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -225,6 +226,13 @@ class Vectors:
 def serve(vectors):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self):
+            """TCP_NODELAY, as Ollama's server (Go's net/http) has: http.server writes the headers and the body
+            apart, and on a kept-alive connection Nagle then holds the body for the client's delayed ACK
+            (40 ms a request, measured: 52 ms against 7 ms for an embedding through httpx)."""
+            super().setup()
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, *args):
             pass
