@@ -118,6 +118,28 @@ def has_pending(conn):
     return bool(conn.execute("SELECT 1 FROM messages WHERE synced = 0 LIMIT 1").fetchall())
 
 
+class Snapshot:
+    """``with Snapshot(conn):`` reads in one (deferred) transaction: every statement of the block sees one
+    state of the journal, its schema included (a seal of the full-text index renames a table; a fold
+    rewrites the vector index's lists). Inside a caller's transaction it adds nothing and ends nothing."""
+
+    __slots__ = ("conn", "own")
+
+    def __init__(self, conn):
+        self.conn, self.own = conn, False
+
+    def __enter__(self):
+        self.own = not self.conn.in_transaction
+        if self.own:
+            self.conn.execute("BEGIN")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.own:
+            self.conn.execute("COMMIT")   # a read: nothing to keep or undo
+        return False
+
+
 class Immediate:
     """``with Immediate(conn):`` runs the block in a BEGIN IMMEDIATE transaction.
 

@@ -30,6 +30,7 @@ import json
 import numpy as np
 
 from .. import faults
+from .db import Snapshot
 
 TRAIN_AT = 16_384        # chunks from which the space gets k-means lists (below: one list, scanned whole)
 RETRAIN_GROWTH = 4       # retrain when the space has grown this many times since the last training
@@ -373,14 +374,8 @@ class Reader:
         within ~1e-5; the query need not be normalised). ``widen`` probes that many times more lists
         (a filtered search that found too few); ``self.whole`` says whether every list was read.
         One read transaction: the lists, the tail and the fine codes are of one state of the index."""
-        own = not self.conn.in_transaction
-        if own:
-            self.conn.execute("BEGIN")
-        try:
+        with Snapshot(self.conn):
             return self._nearest(query, count, version, widen)
-        finally:
-            if own:
-                self.conn.execute("COMMIT")
 
     def _nearest(self, query, count, version, widen):
         self.refresh(version)

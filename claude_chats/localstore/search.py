@@ -109,11 +109,14 @@ class LocalSearch:
     # -- the legs ---------------------------------------------------------------------------
 
     def candidates(self, plan):
+        """Both legs read one state of the journal (``db.Snapshot``): a seal of the full-text index
+        committed meanwhile (a rename) must not hide a part between reading the tables and asking them."""
         legs = {}
-        if "fulltext" in plan.legs:
-            legs["fulltext"] = self.fulltext(plan)
-        if "semantic" in plan.legs:
-            legs["semantic"] = self.semantic(plan)
+        with db.Snapshot(self.conn):
+            if "fulltext" in plan.legs:
+                legs["fulltext"] = self.fulltext(plan)
+            if "semantic" in plan.legs:
+                legs["semantic"] = self.semantic(plan)
         return fuse(legs, plan.rrf_k, plan.weights)
 
     def fulltext(self, plan):

@@ -308,3 +308,33 @@ def test_the_phrase_scanner_reads_every_phrase_the_search_writes(words, joiner):
     quoted = [fts.quote(w) for w in words]
     expression = "(" + joiner.join(quoted) + ")" if len(quoted) > 1 else quoted[0]
     assert bm25.phrases(expression) == quoted == re.findall(r'"(?:[^"]|"")*"', expression)
+
+
+def test_a_seal_committed_during_a_search_hides_no_part(tmp_path, monkeypatch):
+    """Another process seals the head (a rename) right after full text read the index's tables to choose
+    where the newest matches are: the search still asks what it read (one snapshot, ``db.Snapshot``), so
+    it misses no match."""
+    from claude_chats.localstore import db
+    from claude_chats.search.searcher import Searcher
+
+    import_sessions(tmp_path, [40, 30])
+    with Journal.open() as journal:
+        searcher = Searcher(LocalSearch(journal), None, None)
+
+        def hits():
+            result = searcher.search("retry pipeline", mode="fulltext", limit=50, per_session=0, neighbours=0)
+            return [(h["session_id"], h["seq"]) for h in result["hits"]]
+        expected = hits()
+        assert len(expected) >= 20
+        other, real, sealed = db.connect(paths.journal_path()), ftsparts.tables, []
+
+        def racing(conn):
+            names = real(conn)
+            if conn is journal.conn and not sealed and sys._getframe(1).f_code.co_name == "_newest":
+                sealed.append(ftsparts.seal(other, at_least=1))   # committed by another connection, mid-search
+            return names
+        monkeypatch.setattr(ftsparts, "tables", racing)
+        assert hits() == expected and sealed[0] is not None
+        monkeypatch.setattr(ftsparts, "tables", real)
+        assert ftsparts.tables(journal.conn)[1:] == [sealed[0]] and hits() == expected
+        other.close()
