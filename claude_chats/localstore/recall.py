@@ -33,7 +33,7 @@ import math
 from .. import transcript
 from ..words import MATCH_ROWS, STOPWORDS, alnum_words, selective
 from . import bm25, ftsparts
-from .db import session_name
+from .db import Snapshot, session_name
 
 _SESSION_NAME = session_name()
 
@@ -367,6 +367,13 @@ def prompt_terms(prompt):
 
 
 def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
+    """``_recall_hints`` in one snapshot of the journal (a part dropped or sealed meanwhile is not asked
+    half-way)."""
+    with Snapshot(conn):
+        return _recall_hints(conn, prompt, session_id, strength)
+
+
+def _recall_hints(conn, prompt, session_id, strength):
     """Up to ``HINTS`` other sessions whose best message strongly matches ``prompt``:
     ``[{session_id, seq, name, last_at, score, matched, text}]``, best first; [] when none is strong
     (``text``: the message's first ``SNIPPET_CHARS`` + ``REDACT_MARGIN`` characters and one more, as
