@@ -268,7 +268,8 @@ def check_config(ctx):
     return Check("config", PASS, f"readable: {where}")
 
 
-QUICK_CHECK_PAGES = 16_384      # 64 MB at 4 KiB pages: quick_check 0.3 s warm, 2.1 s from a cold disk here (bench_doctor.py)
+QUICK_CHECK_BYTES = 64 << 20   # quick_check 0.3 s warm, 2.1 s from a cold disk here (bench_doctor.py): by bytes, as a
+#   journal's pages are 4 KB (older) or 16 KB (db.PAGE_SIZE)
 TABLES = ("sessions", "messages", "transcripts", "spaces", "chunks", "state", "migrations")
 FULL_FIX = "chats doctor --full"
 
@@ -303,7 +304,7 @@ def check_journal(ctx):
         size = f"{pages * page_size / 1e6:,.0f} MB, {pages:,} pages"
         if ctx.full:
             pragma = "integrity_check"
-        elif pages <= QUICK_CHECK_PAGES:
+        elif pages * page_size <= QUICK_CHECK_BYTES:
             pragma = "quick_check"
         else:
             pragma = None
@@ -316,7 +317,7 @@ def check_journal(ctx):
     if pragma and result != ["ok"]:
         return Check("journal", FAIL, f"{pragma} of {path}: {'; '.join(result[:3])}", fix, ran=ran)
     state = f"{pragma} ok ({seconds:.1f} s)" if pragma else \
-        f"quick_check skipped above {QUICK_CHECK_PAGES:,} pages"
+        f"quick_check skipped above {QUICK_CHECK_BYTES >> 20} MB"
     if busy:
         return Check("journal", WARN, f"{path} ({size}, schema {version}, {mode}), {state}; its write lock is held "
                      f"by {busy}: writes wait for it (up to {db.BUSY_TIMEOUT_MS // 1000} s each)",
