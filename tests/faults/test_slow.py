@@ -211,7 +211,12 @@ def test_hybrid_search_with_a_slow_provider_falls_back_to_full_text(provider, tm
     answer = asyncio.run(_mcp_search("docker port clash number 4"))
     assert time.monotonic() - started < BOUND
     assert answer["hits"] and answer["hits"][0]["text"].endswith("number 4")
-    assert any(f"did not answer within {TIMEOUT} s" in note and "full text" in note for note in answer["notes"])
+    # the search waited for the provider and timed out, or (on a loaded machine the server's warm-up asked the
+    # silent provider first) found it already waited on and did not wait again: full text, said either way
+    timed_out = f"did not answer within {TIMEOUT} s"
+    waited_on = "has not answered for its embedding space"
+    assert any((timed_out in note or waited_on in note) and "full text" in note for note in answer["notes"]), \
+        answer["notes"]
 
 
 async def _mcp_search(query):
