@@ -40,9 +40,10 @@ CHECKPOINT_TRIES = 20
 ERASED_IN_PLACE = "erased_in_place"   # state key: every byte freed since was zeroed (migration 0007)
 FTS_MERGE = "fts_merge_pending"       # state key: FTS deletes made without secure-delete, to merge away
 SECURE_DELETE_SHARE = 450   # FTS5 secure-delete for at most 1/450 of a part's messages, else plain
-#   deletes and a merge. Measured (scripts/bench_purge.py, a 2,000-message session, load 7-9): secure-delete
-#   costs ~29 ms a message at 100k and ~160 ms at 1M (more, bigger segments); `optimize` rewrites the whole
-#   index, 0.064 ms a message of the journal at 100k, 0.38 ms at 1M: they cost alike at 1/450 of it
+#   deletes and a merge of that part. Measured on one whole index first (scripts/bench_purge.py, a
+#   2,000-message session, load 7-9): secure-delete ~29 ms a message at 100k and ~160 ms at 1M, `optimize`
+#   0.064 / 0.38 ms a message of the index: alike at 1/450 of it. Within a part of 65,536 at 1M
+#   (scripts/bench_fts_parts.py): ~140 messages by secure-delete 0.62-1.24 s, ~300 by a merge 1.11-1.17 s.
 
 
 @dataclass(frozen=True)
