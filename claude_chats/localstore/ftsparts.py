@@ -16,8 +16,10 @@ So the index is a head and sealed parts (journal migration 0008):
 - a purge deletes from the tables its messages are in and merges those alone (``erase``); a part left
   empty is dropped.
 
-Full text asks the tables newest first (``tables``): the head, then the parts from the highest number.
-bm25 is computed per table (its statistics are that part's), which is the price of the split.
+Full text asks the tables newest first (``tables``): the head, then the parts from the highest number,
+and ranks with the statistics of all of them (``bm25.Ranker``): every message scores what ``bm25()``
+gives it in one table. A search reads one snapshot (``db.Snapshot``), so a seal or a drop committed
+meanwhile hides nothing from it.
 """
 
 from .. import faults
