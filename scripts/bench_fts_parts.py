@@ -29,7 +29,6 @@ import shutil
 import sqlite3
 import statistics
 import sys
-import time
 import uuid
 from datetime import timedelta
 
