@@ -39,6 +39,12 @@ REPLAY_DELAY = 1.0  # seconds; Claude Code's own late write lands within ~0.12 s
 
 def transcript_state(path, needle=None, prompt=None):
     state = {"path": path, "exists": False}
+    # a transcript not there yet holds neither the answer nor the prompt (under load, Claude Code
+    # can fire the first turn's Stop before it has created the file)
+    if needle is not None:
+        state["has_last_assistant_message"] = False
+    if prompt is not None:
+        state["has_prompt"] = False
     if not path:
         return state
     try:
@@ -97,10 +103,12 @@ def prepare_replay(replay_dir, payload, state, journal):
     os.makedirs(home)
     path = payload["transcript_path"]
     side = os.path.join(rdir, os.path.basename(path))
-    with open(path, "rb") as fh:
-        head = fh.read(state["size"])
-    with open(side, "wb") as fh:
-        fh.write(head)
+    head = b""
+    if state.get("exists"):  # else the whole file lands late, as it did for Claude Code's own run
+        with open(path, "rb") as fh:
+            head = fh.read(state["size"])
+        with open(side, "wb") as fh:
+            fh.write(head)
     if journal and os.path.exists(journal):
         backup(journal, os.path.join(home, "journal.db"))
     for name in ("config.toml",):
@@ -163,7 +171,7 @@ def main(argv):
         entry["agent_transcript"] = transcript_state(payload["agent_transcript_path"])
     state = entry["transcript"]
     replay = None
-    if replay_dir and command and payload.get("last_assistant_message") and state.get("exists") \
+    if replay_dir and command and payload.get("last_assistant_message") and payload.get("transcript_path") \
             and not state.get("has_last_assistant_message"):
         replay = prepare_replay(replay_dir, payload, state, journal)
     rc = 0

@@ -54,6 +54,8 @@ def _judge(scratch, stop_runs):
 
 def _texts_on_disk(path, size):
     """Prompts and answers in the first ``size`` bytes of a transcript (complete lines only)."""
+    if not size:
+        return []
     with open(path, "rb") as fh:
         lines = fh.read(size).split(b"\n")[:-1]
     t = Transcript(pathlib.Path(path), [json.loads(x) for x in lines if x.strip()])
@@ -106,7 +108,8 @@ def test_interactive_final_answer_stored_by_its_own_stop(probed, figures):
         shown = probed.show_at(replay["journal"], run["payload"]["session_id"])
         on_disk = _texts_on_disk(replay["transcript"], replay["offset"])
         stored_texts = [m["content"] for m in shown["messages"]] if shown else []
-        if not on_disk or not set(on_disk) <= set(stored_texts):
+        # (a transcript Claude Code had not created yet at Stop leaves nothing on disk to check)
+        if (run["transcript"]["exists"] and not on_disk) or not set(on_disk) <= set(stored_texts):
             # the replay itself did not work: a harness failure, not the defect (RuntimeError is not xfailed)
             raise RuntimeError(f"the replayed hook run did not store what was on disk: {replay}")
         final = run["payload"]["last_assistant_message"]
