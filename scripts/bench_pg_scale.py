@@ -14,8 +14,9 @@
    ``redact.redact``, then the indexes rebuilt): the messages are read (read-only) from a
    journal of synthetic transcripts (scripts/bench_doctor.py's, /work/doctor-data/N/journal.db),
    each with one DISTINCT real-shaped vector of --vectors (pgvector stores a repeated vector
-   once, so clustered repeats would flatter the HNSW build). Prints push msgs/s (the client's and
-   the server's CPU seconds beside it), the full-text and HNSW build seconds.
+   once, so clustered repeats would flatter the index build). Prints push msgs/s (the client's and
+   the server's CPU seconds beside it), the full-text and vector index build seconds (the index kind
+   a new space gets: ivfflat since 2026-12-04, HNSW before).
    --baseline-push-limit caps the baseline's push (its rate is flat in N) and builds its HNSW
    index only when --baseline-index says so (19 minutes at 1M before this change).
 3. Search, whole ``Searcher.search`` calls in process (query embedding excluded: the query
@@ -197,7 +198,7 @@ def print_fill(label, r):
           f"(client CPU {r['client_cpu']:.1f} s, its Postgres backends {r.get('own_server_cpu', float('nan')):.1f} s: "
           f"{r.get('idle_rate', float('nan')):,.0f} msgs/s on an idle 2-core machine; whole server "
           f"{r['server_cpu']:.1f} s; {r['load']}); "
-          f"full-text index {r['text_s']:.1f} s; HNSW "
+          f"full-text index {r['text_s']:.1f} s; vector index ({r.get('index_kind', 'hnsw')}) "
           + (f"{r['hnsw_s']:.1f} s ({r['hnsw_load']}, maintenance_work_mem {r.get('mwm', '?')})"
              if r.get("hnsw_s") is not None else "not built")
           + f"; database {r['size_gb']:.2f} GB")
@@ -228,7 +229,7 @@ def print_table(n, fills, searched):
     row("push msgs/s (wall)", [f"{fills[x]['rate']:,.0f}" if fills.get(x) else "-" for x in labels])
     row("push msgs/s its CPU allows on 2 idle cores", [f"{fills[x]['idle_rate']:,.0f}" if fills.get(x, {}).get("idle_rate")
                                                         else "-" for x in labels])
-    row("HNSW build s", [f"{fills[x]['hnsw_s']:.0f}" if fills.get(x) and fills[x].get("hnsw_s") else "-"
+    row("vector index build s", [f"{fills[x]['hnsw_s']:.0f}" if fills.get(x) and fills[x].get("hnsw_s") else "-"
                          for x in labels])
     row("full-text index s", [f"{fills[x]['text_s']:.0f}" if fills.get(x) else "-" for x in labels])
     for kind in KINDS:
@@ -363,7 +364,9 @@ def FILL(args):
             started = time.perf_counter()
             store.ensure_index(space_id)
             store.refresh_index(space_id)
-            out.update(hnsw_s=time.perf_counter() - started, hnsw_load=load())
+            out.update(hnsw_s=time.perf_counter() - started, hnsw_load=load(),
+                       index_kind=store.conn.execute("SELECT index_kind FROM spaces WHERE id = %s",
+                                                     (space_id,)).fetchone()[0])
         store.conn.execute("VACUUM ANALYZE messages")
         out["size_gb"] = store.conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 1e9
     return out

@@ -197,7 +197,7 @@ class PgSearch:
     def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES):
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
         self.scored_matches = scored_matches
-        self._spaces_cache, self._spaces_at, self._ef_search = None, float("-inf"), None
+        self._spaces_cache, self._spaces_at, self._breadth = None, float("-inf"), None
         self._stats, self._stats_at = None, float("-inf")
         self._coverage, self._tallied = {}, None
 
@@ -238,9 +238,10 @@ class PgSearch:
         once vectors exist: each search asks, and a round trip is most of a search's cost)."""
         if self._spaces_cache is not None and time.monotonic() - self._spaces_at < SPACES_TTL:
             return self._spaces_cache
-        names = ("id", "key", "provider", "model", "dimensions", "options", "canary")
+        names = ("id", "key", "provider", "model", "dimensions", "options", "canary", "index_kind", "index_lists")
         out = [dict(zip(names, row)) for row in self._rows(
-            "SELECT id, key, provider, model, dimensions, options, canary FROM spaces ORDER BY id")]
+            "SELECT id, key, provider, model, dimensions, options, canary, index_kind, index_lists "
+            "FROM spaces ORDER BY id")]
         for s in out:
             s["vectors"] = self._rows(f"SELECT EXISTS (SELECT 1 FROM {store.vector_table(s['id'])})")[0][0]
             s["canary"] = _array(s["canary"])
@@ -354,15 +355,25 @@ class PgSearch:
         distance = f"{column} <=> {query}"
         # as text: with pgvector's binary parameter the same statement runs several times slower
         params.update(vector=str(vector.tolist()), knn=plan.candidates * 2)
-        ef_search = min(1000, max(EF_SEARCH_MIN, plan.candidates * 2))
-        if ef_search != self._ef_search:
-            with self._guard():
-                self.conn.execute(f"SET hnsw.ef_search = {ef_search}")
-            self._ef_search = ef_search
+        self._set_breadth(plan)
         # One session is a small set: scan it exactly rather than walk the whole index.
         order = f"({distance}) + 0" if plan.filters.session_id else distance
         return _SEMANTIC.format(distance=distance, order=order, where=where,
                                 table=store.vector_table(plan.space_id))
+
+    def _set_breadth(self, plan):
+        """How much of the space's index a vector search reads: ``hnsw.ef_search`` for an HNSW index,
+        ``ivfflat.probes`` for an ivfflat one (its lists as the last index refresh recorded them), set
+        on the connection when it changes."""
+        space = next((s for s in self._spaces() if s["id"] == plan.space_id), None)
+        if space is not None and space.get("index_kind") == "ivfflat":
+            setting = f"ivfflat.probes = {store.ivfflat_probes(space.get('index_lists'))}"
+        else:
+            setting = f"hnsw.ef_search = {min(1000, max(EF_SEARCH_MIN, plan.candidates * 2))}"
+        if setting != self._breadth:
+            with self._guard():
+                self.conn.execute(f"SET {setting}")
+            self._breadth = setting
 
     def hydrate(self, keys):
         if not keys:
@@ -486,6 +497,7 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=
         # tsquery or the ids, and picks sequential scans: plan each call with its values
         conn.execute("SET plan_cache_mode = force_custom_plan")
         _try(conn, "SET hnsw.iterative_scan = relaxed_order")   # pgvector >= 0.8: filtered KNN fills up
+        _try(conn, "SET ivfflat.iterative_scan = relaxed_order")
     except psycopg.Error as exc:
         conn.close()
         raise PostgresUnavailable(f"Postgres at {dburl.mask(url)} is not usable: "

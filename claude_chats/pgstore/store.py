@@ -39,6 +39,11 @@ BUILD_MEMORY_MIN_MB = 256
 BUILD_MEMORY_MAX_MB = 4096
 GIN_BUILD_BYTES = 1024    # per message: the full-text build's (lexeme, row) lists gathered in memory before a merge
 HNSW_NODE_BYTES = 512     # per vector beside its values: pgvector's element and its neighbour lists (m = 16)
+# The vector index of a space created now (an existing space keeps the kind it was made with:
+# spaces.index_kind). ivfflat, by measurement at 1M real-shaped vectors of 384 dimensions (DESIGN.md,
+# "Postgres at 1M"): built in 47 s against HNSW's 167 s, recall@10 against exact 1.000 (HNSW at
+# ef_search 400 / 1000: 0.870 / 0.910), p50 19 ms for the vector leg (HNSW 5-9 ms).
+DEFAULT_INDEX_KIND = "ivfflat"
 
 _TEMP_TABLES = """
 CREATE TEMP TABLE push_conversations (
@@ -209,6 +214,26 @@ def ivfflat_lists(rows):
     return max(1, rows // 1000) if rows <= 1_000_000 else int(math.sqrt(rows))
 
 
+def ivfflat_build_mb(lists, dimensions):
+    """MB of maintenance_work_mem an ivfflat build of ``lists`` needs, else pgvector refuses to start
+    ("memory required is 273 MB" for 1,000 lists of 384 dimensions, 15 MB for up to 200): its k-means
+    trains on 50 sampled vectors a list (at least 10,000, whatever the rows) and keeps a lower bound per
+    sample and list (Elkan's), plus the centres' distances; a tenth more for the rest."""
+    lists = max(1, lists)
+    value_bytes = 4 * dimensions if dimensions <= HNSW_MAX_DIMS else 2 * dimensions
+    samples = max(50 * lists, 10_000)
+    return math.ceil(1.1 * (samples * (value_bytes + 16 + 4 * lists) + 4 * lists * lists) / (1024 * 1024))
+
+
+def ivfflat_probes(lists):
+    """Lists an ivfflat search probes (``ivfflat.probes``): about the square root of ``lists`` (pgvector's
+    advice). At 1M real-shaped vectors (1,000 lists, 32 probed) recall@10 of the vector leg against
+    exact was 1.000 (0.990-0.997 filtered by project or date) at p50 19 ms; 16 probes gave 0.96
+    (bench_pg_scale.py, docs/benchmarks.md). pgvector's default, 1, found a fraction of it."""
+    lists = max(1, int(lists or 1))
+    return min(lists, math.ceil(math.sqrt(lists)))
+
+
 class PgStore:
     """The canonical store on one psycopg connection (``PgStore.open(url)``)."""
 
@@ -255,7 +280,7 @@ class PgStore:
 
     # -- spaces ---------------------------------------------------------------
 
-    def ensure_space(self, space, canary=None, index_kind="hnsw"):
+    def ensure_space(self, space, canary=None, index_kind=DEFAULT_INDEX_KIND):
         """The id of ``space`` (a ``models.Space``), registering it and its vector table;
         ``canary`` (its canary vector) is stored when the space has none yet."""
         if space.key in self._spaces:
@@ -499,9 +524,12 @@ class PgStore:
         if kind != "ivfflat" or dims > HALFVEC_MAX_DIMS:
             return None
         wanted = ivfflat_lists(self.vector_count(space_id))
+        while wanted > 1 and ivfflat_build_mb(wanted, dims) > BUILD_MEMORY_MAX_MB:
+            wanted = int(wanted * 0.9)   # beyond ~4,000 lists (16M vectors) their k-means outgrows the cap
         if not force and lists is not None and wanted < 2 * lists and self.has_index(space_id):
             return lists
-        with self.conn.transaction():
+        # the memory setting outside the transaction: it is reset after a failed build rolled back
+        with self._maintenance_memory(ivfflat_build_mb(wanted, dims)), self.conn.transaction():
             self.conn.execute(f"DROP INDEX IF EXISTS {table}_embedding")
             self._create_index(space_id, "ivfflat", dims, wanted)
             self.conn.execute("UPDATE spaces SET index_lists = %s WHERE id = %s", (wanted, space_id))

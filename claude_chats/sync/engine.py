@@ -23,6 +23,7 @@ from ..localstore import ftsparts, outbox, vectors
 from ..models import canary_vector, check_canary, recipe_of
 from ..models.recipe import embed_messages
 from ..pgstore import rewrite
+from ..pgstore.store import DEFAULT_INDEX_KIND
 from ..purge import sync_purges
 from ..records import Batch, VectorRow
 from ..redact import original_span, redacted_span
@@ -143,15 +144,15 @@ class Syncer:
     ``local`` keeps vectors in the journal (``localstore.outbox.LocalVectors``) or None,
     ``redact`` cleans text before it leaves the machine, ``progress(SyncProgress)``
     is called after each slice embedded and each batch, ``workers`` is the number of
-    Postgres connections pushing batches at once, ``index_kind`` ("hnsw" or
-    "ivfflat") the vector index of a space created now.
+    Postgres connections pushing batches at once, ``index_kind`` ("ivfflat" or
+    "hnsw") the vector index of a space created now.
     """
 
     defer_index_min, defer_index_ratio = DEFER_INDEX_MIN, DEFER_INDEX_RATIO
     defer_text_index_ratio = DEFER_TEXT_INDEX_RATIO
 
     def __init__(self, journal, provider, store=None, local=None, batch_size=DEFAULT_BATCH,
-                 redact=None, progress=None, workers=DEFAULT_WORKERS, index_kind="hnsw"):
+                 redact=None, progress=None, workers=DEFAULT_WORKERS, index_kind=DEFAULT_INDEX_KIND):
         self.journal, self.provider, self.store, self.local = journal, provider, store, local
         self.batch_size, self.redact, self.progress = max(1, int(batch_size)), redact, progress
         self.workers, self.index_kind = workers, index_kind

@@ -17,7 +17,8 @@ from ..models import is_remote
 from ..purge import sync_purges
 from ..redact import redact as redact_text
 from ..stores import open_embedder, open_store
-from .engine import DEFAULT_BATCH, DEFAULT_WORKERS, Syncer, SyncReport, keep_fts_parts, record
+from .engine import (DEFAULT_BATCH, DEFAULT_INDEX_KIND, DEFAULT_WORKERS, Syncer, SyncReport, keep_fts_parts,
+                     record)
 from .lock import SyncLock
 
 
@@ -28,8 +29,8 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
 
     Anything not given is opened from ``settings`` (``config.load()``) and
     closed afterwards. ``index_kind``: the vector index of a new space in
-    Postgres, "hnsw" (default) or "ivfflat". Postgres unreachable: the messages are embedded locally
-    and the report says so (the next run retries). Raises ``SyncLocked`` when
+    Postgres, "ivfflat" (``pgstore.store.DEFAULT_INDEX_KIND``) or "hnsw". Postgres unreachable: the
+    messages are embedded locally and the report says so (the next run retries). Raises ``SyncLocked`` when
     another sync runs, ``InsecureConnectionError`` for a refused URL.
     """
     settings = settings or config.load()
@@ -51,7 +52,7 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
         local = local if local is not None else outbox.local_vectors(journal)
         redact = redact or redactor(settings, provider)
         report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers,
-                        index_kind or getattr(settings, "pg_index", None) or "hnsw").run()
+                        index_kind or DEFAULT_INDEX_KIND).run()
         if unreachable:
             report.postgres = "unreachable"
             report.errors.insert(0, f"{unreachable} (messages embedded locally; the next sync retries)")

@@ -1,13 +1,16 @@
 """The vector leg under a filter: a project or a date range holding few messages, far from the
-query, gets its own nearest messages, exactly those, whichever way the planner goes (at this size it
-reads the filtered rows rather than the HNSW index; at a million messages the index's iterative
-scan does it, measured by scripts/bench_pg_scale.py with the recall against exact)."""
+query, gets its own nearest messages, exactly those, whichever way the planner goes and with either
+index kind (at this size it reads the filtered rows rather than the index; at a million messages the
+index's iterative scan does it, measured by scripts/bench_pg_scale.py with the recall against exact).
+An ivfflat space's searches probe about the square root of its lists (pgvector's default is one)."""
+
+import pytest
 
 import numpy as np
 
 from claude_chats.models import Space
 from claude_chats.pgstore.search import open_search
-from claude_chats.pgstore.store import PgStore
+from claude_chats.pgstore.store import PgStore, vector_table
 from claude_chats.records import Batch, Conversation, Message, VectorRow
 from claude_chats.search.core import Filters, Plan
 
@@ -44,15 +47,22 @@ def exact(vectors, query, keep, k=10):
     return [uuid for _, uuid in scored[:k]]
 
 
-def test_filtered_vector_leg_returns_the_filters_nearest(pg_db_url):
-    rng = np.random.default_rng(3)
+def load(pg_db_url, kind, rng):
     batches, vectors, toward = corpus(rng)
     with PgStore.open(pg_db_url) as store:
-        space_id = store.ensure_space(SPACE)
+        space_id = store.ensure_space(SPACE, index_kind=kind)
         for batch in batches:
             store.push(batch)
+        store.refresh_index(space_id)   # as `chats sync` does after a push
         assert store.has_index(space_id)
         store.conn.execute("ANALYZE")
+    return space_id, vectors, toward
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivfflat"])
+def test_filtered_vector_leg_returns_the_filters_nearest(pg_db_url, kind):
+    rng = np.random.default_rng(3)
+    space_id, vectors, toward = load(pg_db_url, kind, rng)
     backend = open_search(pg_db_url)
     try:
         uuid_of = dict(backend.conn.execute("SELECT id::text, message_uuid FROM messages").fetchall())
@@ -64,5 +74,23 @@ def test_filtered_vector_leg_returns_the_filters_nearest(pg_db_url):
             plan = Plan("q", ("semantic",), filters, toward.copy(), space_id, candidates=10)
             found = sorted(backend.candidates(plan), key=lambda c: c.ranks["semantic"])
             assert [uuid_of[str(c.key)] for c in found][:10] == exact(vectors, toward, keep), filters
+    finally:
+        backend.close()
+
+
+def test_an_ivfflat_search_probes_the_square_root_of_its_lists(pg_db_url):
+    space_id, vectors, toward = load(pg_db_url, "ivfflat", np.random.default_rng(4))
+    with PgStore.open(pg_db_url) as store:   # 16 lists, as a bigger store would have
+        table = vector_table(space_id)
+        store.conn.execute(f"DROP INDEX {table}_embedding")
+        store.conn.execute(f"CREATE INDEX {table}_embedding ON {table} USING ivfflat (embedding vector_cosine_ops) "
+                           "WITH (lists = 16)")
+        store.conn.execute("UPDATE spaces SET index_lists = 16 WHERE id = %s", (space_id,))
+    backend = open_search(pg_db_url)
+    try:
+        plan = Plan("q", ("semantic",), Filters.build(), toward.copy(), space_id, candidates=10)
+        assert backend.candidates(plan)
+        probes, scan = (backend.conn.execute(f"SHOW ivfflat.{name}").fetchone()[0] for name in ("probes", "iterative_scan"))
+        assert (probes, scan) == ("4", "relaxed_order")
     finally:
         backend.close()

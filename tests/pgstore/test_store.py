@@ -8,7 +8,8 @@ import pytest
 
 from claude_chats.models import Space
 from claude_chats.pgstore import migrations
-from claude_chats.pgstore.store import PgStore, ivfflat_lists, vector_table
+from claude_chats.pgstore.store import (DEFAULT_INDEX_KIND, PgStore, ivfflat_build_mb, ivfflat_lists, ivfflat_probes,
+                                        vector_table)
 from claude_chats.records import Batch, Conversation, Message
 from claude_chats.records import VectorRow as Chunk
 
@@ -118,9 +119,10 @@ def test_vectors_keep_their_space_and_canary(store):
     store.ensure_space(sp, canary_of(sp))   # as sync does before its batches
     store.push(Batch([conv("s1")], ms, chunks(ms), sp))
     (row,) = store.spaces()
-    assert (row["key"], row["dimensions"], row["index_kind"]) == (sp.key, 8, "hnsw")
+    assert (row["key"], row["dimensions"], row["index_kind"]) == (sp.key, 8, DEFAULT_INDEX_KIND)
     assert np.allclose(row["canary"].to_numpy(), canary_of(sp))
-    assert store.has_index(row["id"])
+    assert not store.has_index(row["id"])    # an ivfflat index is trained on vectors: after the push,
+    assert store.refresh_index(row["id"]) == 1 and store.has_index(row["id"])   # as `chats sync` does
 
 
 def test_newer_rename_wins_and_older_does_not(store):
@@ -159,14 +161,44 @@ def test_ivfflat_lists_follow_row_count(store):
     assert store.has_index(space_id)
 
 
-def test_wide_vectors_get_a_halfvec_index(store):
+def test_ivfflat_probes_and_build_memory():
+    assert DEFAULT_INDEX_KIND == "ivfflat"
+    assert [ivfflat_probes(n) for n in (None, 1, 3, 100, 1000, 2000)] == [1, 1, 2, 10, 32, 45]
+    # what pgvector 0.8.5 asked for: 273 MB for 1,000 lists of 384 dimensions, 15 MB for 10 to 200
+    assert 273 <= ivfflat_build_mb(1000, 384) < 1.2 * 273 and ivfflat_build_mb(2000, 384) > ivfflat_build_mb(1000, 384)
+    assert 15 <= ivfflat_build_mb(10, 384) <= ivfflat_build_mb(200, 384) < 2 * 15
+
+
+def test_an_ivfflat_build_fits_the_memory_it_is_given_and_not_much_less(store):
+    """ivfflat_build_mb against pgvector itself: it refuses to train its lists with less than it needs."""
+    sp = space(384, model="ivf-memory")
+    space_id = store.ensure_space(sp, canary_of(sp), index_kind="ivfflat")
+    rng = np.random.default_rng(5)
+    for b in range(5):
+        ms = msgs(f"s{b}", 500)
+        store.push(Batch([conv(f"s{b}")], ms, [Chunk(m.message_uuid, 0, 0, 1, rng.standard_normal(384).astype(np.float32))
+                                              for m in ms], sp))
+    table, lists = vector_table(space_id), 50     # 2,500 vectors: pgvector samples 50 a list, all of them
+    create = f"CREATE INDEX {table}_probe ON {table} USING ivfflat (embedding vector_cosine_ops) WITH (lists = {lists})"
+    short = int(0.6 * ivfflat_build_mb(lists, 384))
+    store.conn.execute(f"SET maintenance_work_mem = '{short}MB'")
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+        store.conn.execute(create)
+    store.conn.execute(f"SET maintenance_work_mem = '{ivfflat_build_mb(lists, 384)}MB'")
+    store.conn.execute(create)
+    store.conn.execute("RESET maintenance_work_mem")
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivfflat"])
+def test_wide_vectors_get_a_halfvec_index(store, kind):
     sp = space(3072)
+    space_id = store.ensure_space(sp, canary_of(sp), index_kind=kind)
     ms = msgs("s1", 2)
     store.push(Batch([conv("s1")], ms, chunks(ms, 3072), sp))
-    (row,) = store.spaces()
+    store.refresh_index(space_id)   # as `chats sync` does after pushing vectors: an ivfflat index is built then
     indexdef = store.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-                                  (f"{vector_table(row['id'])}_embedding",)).fetchone()[0]
-    assert "halfvec" in indexdef and "hnsw" in indexdef
+                                  (f"{vector_table(space_id)}_embedding",)).fetchone()[0]
+    assert "halfvec" in indexdef and kind in indexdef
 
 
 def test_dropped_index_is_rebuilt(store):
@@ -194,6 +226,7 @@ def test_an_index_drop_gives_up_while_a_reader_holds_the_table(store, pg_db_url)
     sp = space()
     store.push(Batch([conv("s1")], msgs("s1", 2), chunks(msgs("s1", 2)), sp))
     space_id = store.ensure_space(sp, canary_of(sp))
+    store.refresh_index(space_id)
     with psycopg.connect(pg_db_url) as reader:   # a search in progress: an open transaction reading both
         reader.execute(f"SELECT count(*) FROM messages, {vector_table(space_id)}")
         assert store.drop_text_index() is False and store.drop_index(space_id) is False
