@@ -44,6 +44,7 @@ from ..search.core import (
     SCORED_MATCHES,
     Candidate,
     any_words,
+    fuse,
     selective,
     shorten,
     web_query,
@@ -53,6 +54,8 @@ from . import store
 from . import url as dburl
 
 STATEMENT_TIMEOUT_MS = 10_000
+HELPER_CONNECT_TIMEOUT = 2   # seconds: the second connection of a hybrid search (see PgSearch.candidates)
+HELPER_RETRY = 60            # seconds before trying to open it again after it could not be opened or broke
 SPACES_TTL = 30          # seconds
 STATS_TTL = 300          # seconds: the message count and mean length, for bm25
 # HNSW candidates a vector search keeps (hnsw.ef_search): at 100k real-shaped vectors recall@10 of the
@@ -194,14 +197,19 @@ class PgSearch:
 
     source = "postgres"
 
-    def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES):
+    def __init__(self, conn, url="", on_lost=None, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES,
+                 allow_insecure_remote=False):
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
-        self.scored_matches = scored_matches
-        self._spaces_cache, self._spaces_at, self._breadth = None, float("-inf"), None
+        self.scored_matches, self.allow_insecure_remote = scored_matches, allow_insecure_remote
+        self._spaces_cache, self._spaces_at = None, float("-inf")
+        self._breadth = {}   # per connection ("main", "helper"): the index breadth set on it
         self._stats, self._stats_at = None, float("-inf")
         self._coverage, self._tallied = {}, None
+        # the second connection a hybrid search runs its vector leg on (see ``candidates``)
+        self._helper, self._helper_failed_at = None, float("-inf")
 
     def close(self):
+        self._drop_helper()
         self.conn.close()
 
     @contextmanager
@@ -252,21 +260,92 @@ class PgSearch:
     # -- search -----------------------------------------------------------------------------
 
     def candidates(self, plan):
-        """Both legs and their fusion in one statement (a one-leg plan: that leg alone)."""
+        """Both legs and their fusion (a one-leg plan: that leg alone).
+
+        A hybrid search runs its vector leg on a second connection while the full-text leg runs on
+        this one, and fuses the two in Python (``search.core.fuse``: the same weighted RRF and order
+        as ``_FUSED``): Postgres runs one statement on one core, and the two legs took about as long
+        each (35 and 32 ms at 1M messages). Without that connection (none could be opened, or it was
+        lost), both legs and their fusion are one statement on this one, as before.
+        """
+        if "fulltext" in plan.legs and "semantic" in plan.legs:
+            helper = self._helper_conn()
+            if helper is not None:
+                return self._apart(plan, helper)
+        return self._together(plan, plan.legs)
+
+    def _together(self, plan, legs, conn=None, which="main"):
         where, params = _filters(plan.filters)
         params.update(candidates=plan.candidates, k_fulltext=plan.rrf_k["fulltext"],
                       k_semantic=plan.rrf_k["semantic"], w_fulltext=plan.weights.get("fulltext", 1.0),
                       w_semantic=plan.weights.get("semantic", 1.0))
         parts = [_NO_FULLTEXT, _NO_SEMANTIC]
-        if "fulltext" in plan.legs:
+        if "fulltext" in legs:
             parts[0] = self._fulltext_cte(plan, where, params)
-        if "semantic" in plan.legs:
-            parts[1] = self._semantic_cte(plan, where, params)
-        rows = self._rows("WITH " + ",".join(parts) + _FUSED, params)
+        if "semantic" in legs:
+            parts[1] = self._semantic_cte(plan, where, params, conn or self.conn, which)
+        sql = "WITH " + ",".join(parts) + _FUSED
+        if conn is None:
+            rows = self._rows(sql, params)
+        else:   # the helper's own failures are handled by ``_apart``
+            rows = conn.execute(sql, params).fetchall()
         return [Candidate(key, session, _legs(("fulltext", f_rank), ("semantic", s_rank)),
                           _legs(("fulltext", f_score), ("semantic", s_score)), fused,
                           (start, end) if start is not None else None)
                 for key, session, f_rank, f_score, s_rank, s_score, start, end, fused in rows]
+
+    def _apart(self, plan, helper):
+        """The vector leg on ``helper`` in a thread, the full-text leg here, then their fusion."""
+        out = {}
+
+        def vector_leg():
+            try:
+                out["semantic"] = self._together(plan, ("semantic",), helper, "helper")
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+                out["error"] = exc
+
+        thread = threading.Thread(target=vector_leg, name="chats-pg-vectors", daemon=True)
+        thread.start()
+        try:
+            fulltext = self._together(plan, ("fulltext",))
+        finally:
+            thread.join()
+        error = out.get("error")
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            with self._guard():
+                raise error
+        if isinstance(error, _LOST):   # only the helper broke: this search's vector leg runs here
+            self._drop_helper()
+            self._helper_failed_at = time.monotonic()
+            out["semantic"] = self._together(plan, ("semantic",))
+        elif error is not None:
+            raise error
+        return fuse({"fulltext": fulltext, "semantic": out["semantic"]}, plan.rrf_k, plan.weights)
+
+    def _helper_conn(self):
+        """The second connection, opened at the first hybrid search; None when there is none (no URL,
+        or it could not be opened in the last ``HELPER_RETRY`` seconds)."""
+        if self._helper is not None:
+            return self._helper
+        if not self.url or time.monotonic() - self._helper_failed_at < HELPER_RETRY:
+            return None
+        try:
+            self._helper = _configured(pg.connect(self.url, self.allow_insecure_remote, HELPER_CONNECT_TIMEOUT),
+                                       self.url)
+        except (ClaudeChatsError, psycopg.Error):
+            self._helper_failed_at = time.monotonic()
+            return None
+        self._breadth.pop("helper", None)
+        return self._helper
+
+    def _drop_helper(self):
+        helper, self._helper = self._helper, None
+        self._breadth.pop("helper", None)
+        if helper is not None:
+            try:
+                helper.close()
+            except psycopg.Error:
+                pass
 
     def _fulltext_cte(self, plan, where, params):
         """The full-text leg: bm25-like scores of the matches, plus what their neighbours lend."""
@@ -346,7 +425,7 @@ class PgSearch:
                                        "AND has_table_privilege(to_regclass('message_tally'), 'SELECT')")[0][0])
         return self._rows(_TALLIES, params)[0] if self._tallied else (False, 0, 0)
 
-    def _semantic_cte(self, plan, where, params):
+    def _semantic_cte(self, plan, where, params, conn, which):
         vector = plan.query_vector()   # waited for here, after the full-text leg's round trips
         dimensions = len(vector)
         expression, _ops = store.index_expression(dimensions)
@@ -355,25 +434,33 @@ class PgSearch:
         distance = f"{column} <=> {query}"
         # as text: with pgvector's binary parameter the same statement runs several times slower
         params.update(vector=str(vector.tolist()), knn=plan.candidates * 2)
-        self._set_breadth(plan)
+        self._set_breadth(plan, conn, which)
         # One session is a small set: scan it exactly rather than walk the whole index.
         order = f"({distance}) + 0" if plan.filters.session_id else distance
         return _SEMANTIC.format(distance=distance, order=order, where=where,
                                 table=store.vector_table(plan.space_id))
 
-    def _set_breadth(self, plan):
+    def _set_breadth(self, plan, conn, which):
         """How much of the space's index a vector search reads: ``hnsw.ef_search`` for an HNSW index,
         ``ivfflat.probes`` for an ivfflat one (its lists as the last index refresh recorded them), set
-        on the connection when it changes."""
-        space = next((s for s in self._spaces() if s["id"] == plan.space_id), None)
+        on ``conn`` (``which`` of this searcher's connections) when it changes."""
+        space = next((s for s in self._spaces_known() if s["id"] == plan.space_id), None)
         if space is not None and space.get("index_kind") == "ivfflat":
             setting = f"ivfflat.probes = {store.ivfflat_probes(space.get('index_lists'))}"
         else:
             setting = f"hnsw.ef_search = {min(1000, max(EF_SEARCH_MIN, plan.candidates * 2))}"
-        if setting != self._breadth:
-            with self._guard():
-                self.conn.execute(f"SET {setting}")
-            self._breadth = setting
+        if setting != self._breadth.get(which):
+            if conn is self.conn:
+                with self._guard():
+                    conn.execute(f"SET {setting}")
+            else:
+                conn.execute(f"SET {setting}")
+            self._breadth[which] = setting
+
+    def _spaces_known(self):
+        """The spaces as last read (the helper's thread must not refresh them on the main connection
+        while the full-text leg uses it); read now when never read."""
+        return self._spaces_cache if self._spaces_cache is not None else self._spaces()
 
     def hydrate(self, keys):
         if not keys:
@@ -490,8 +577,21 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=
     try:
         ready = conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]
         if not ready:
+            conn.close()
             raise PostgresUnavailable(f"Postgres at {dburl.mask(url)} has no claude-chats tables yet: "
                                       "run `chats sync`")
+    except psycopg.Error as exc:
+        conn.close()
+        raise PostgresUnavailable(f"Postgres at {dburl.mask(url)} is not usable: "
+                                  f"{dburl.hide_password(' '.join(str(exc).split()), url)}") from None
+    conn = _configured(conn, url)
+    return PgSearch(conn, url, match_rows=match_rows, scored_matches=scored_matches,
+                    allow_insecure_remote=allow_insecure_remote)
+
+
+def _configured(conn, url):
+    """``conn`` with a searcher's session settings; closed, and PostgresUnavailable, when they fail."""
+    try:
         conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
         # psycopg prepares repeated statements; a generic plan cannot see the query vector, the
         # tsquery or the ids, and picks sequential scans: plan each call with its values
@@ -505,7 +605,7 @@ def open_search(url, allow_insecure_remote=False, connect_timeout=2, match_rows=
     except BaseException:
         conn.close()
         raise
-    return PgSearch(conn, url, match_rows=match_rows, scored_matches=scored_matches)
+    return conn
 
 
 def _try(conn, sql):

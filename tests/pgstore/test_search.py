@@ -289,3 +289,59 @@ def test_a_query_matching_more_than_the_scored_matches_ranks_the_newest(pg_synce
         cut = matches[min(scored, len(matches)) - 1][2]   # the oldest of the newest ``scored``
         assert len(result["hits"]) == min(scored, len(matches)), scored
         assert set(places(result)) <= {(s, seq) for s, seq, at in matches if at >= cut}, scored
+
+
+def _hybrid_plan(pg, query="migration sequence"):
+    request = Request.build(query, per_session=0)
+    space = pg.space(HashEmbedder().space.key)
+    return Plan(request.query, ("fulltext", "semantic"), request.filters, HashEmbedder().embed_query(request.query),
+                space["id"], 40, {"fulltext": 60, "semantic": 60}, "any", {"fulltext": 1.0, "semantic": 0.5})
+
+
+def _as_rows(candidates):
+    return [(c.key, c.session_id, c.ranks, c.scores, c.score, c.chunk) for c in candidates]
+
+
+def test_a_hybrid_search_on_two_connections_equals_one_statement(pg_synced_journal, pg, pg_db_url):
+    """The vector leg on a second connection, fused in Python: the same candidates, ranks, scores and
+    order, to the last bit of the fused score, as both legs fused in one statement (a searcher with no
+    URL to open a second connection with)."""
+    from claude_chats.pgstore import search as pgsearch
+
+    single = pgsearch.PgSearch(pgsearch._configured(pgsearch.pg.connect(pg_db_url), pg_db_url))
+    try:
+        for query in QUERIES + QUESTIONS:
+            plan = _hybrid_plan(pg, query)
+            apart, together = pg.candidates(plan), single.candidates(plan)
+            assert pg._helper is not None and single._helper is None
+            assert together and _as_rows(apart) == _as_rows(together), query
+    finally:
+        single.close()
+
+
+def test_a_lost_second_connection_costs_the_search_nothing(pg_synced_journal, pg, pg_db_url):
+    import psycopg
+
+    plan = _hybrid_plan(pg)
+    before = _as_rows(pg.candidates(plan))
+    with psycopg.connect(pg_db_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pg._helper.info.backend_pid,))
+    time.sleep(0.2)
+    assert _as_rows(pg.candidates(plan)) == before   # its vector leg ran on the first connection
+    assert pg._helper is None
+    assert not pg.conn.closed and _as_rows(pg.candidates(plan)) == before
+
+
+def test_a_statement_timeout_on_the_second_connection_is_the_searchs(pg_synced_journal, pg, pg_db_url):
+    import psycopg
+
+    plan = _hybrid_plan(pg)
+    assert pg.candidates(plan)
+    pg._helper.execute("SET statement_timeout = 300")
+    table = f"vectors_{plan.space_id}"
+    with psycopg.connect(pg_db_url) as locker:
+        locker.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")   # only the vector leg waits
+        with pytest.raises(PostgresUnavailable, match="statement timeout"):
+            pg.candidates(plan)
+        locker.rollback()
+    assert pg._helper is not None and pg.candidates(plan)   # both connections kept
