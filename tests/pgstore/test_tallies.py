@@ -1,6 +1,6 @@
 """The counts behind a search's coverage note, read from the tallies of sql/0007_tallies.sql rather
 than counted (issue 22: 1-2 s at a million messages, in every `chats search` process), stay exactly
-what counting says: after pushes, a re-push, several chunks per message, forks' copies, kinds the
+what counting says (and so does bm25's message count): after pushes, a re-push, several chunks per message, forks' copies, kinds the
 space skips, purges (vectors cascading), folds, concurrent pushes, and on a database upgraded from
 before the migration."""
 
@@ -46,6 +46,8 @@ def coverage(url, space_id, skipped):
     try:
         search = PgSearch(conn, url)
         answer = search.coverage(space_id, skipped)
+        # bm25's N, from the same tallies: every message, copies and every kind included
+        assert search._text_stats()[0] == max(1, conn.execute("SELECT count(*) FROM messages").fetchone()[0])
         return answer, search._tallies({"space": space_id, "skipped": list(skipped)})[0]
     finally:
         conn.close()
