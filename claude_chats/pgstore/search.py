@@ -253,6 +253,10 @@ class PgSearch:
         for s in out:
             s["vectors"] = self._rows(f"SELECT EXISTS (SELECT 1 FROM {store.vector_table(s['id'])})")[0][0]
             s["canary"] = _array(s["canary"])
+            # what its index is on (a search orders by that expression to use it): none, vector, halfvec
+            row = self._rows("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+                             "AND indexname = %s", (f"{store.vector_table(s['id'])}_embedding",))
+            s["halfvec_index"] = bool(row) and "::halfvec(" in row[0][0]
         if any(s["vectors"] for s in out):
             self._spaces_cache, self._spaces_at = out, time.monotonic()
         return out
@@ -439,16 +443,19 @@ class PgSearch:
     def _semantic_cte(self, plan, where, params, conn, which):
         vector = plan.query_vector()   # waited for here, after the full-text leg's round trips
         dimensions = len(vector)
-        expression, _ops = store.index_expression(dimensions)
-        column = "v." + expression if expression == "embedding" else expression.replace("(embedding", "(v.embedding")
-        query = "%(vector)s::vector" if expression == "embedding" else f"(%(vector)s::vector::halfvec({dimensions}))"
-        distance = f"{column} <=> {query}"
+        exact = "v.embedding <=> %(vector)s::vector"
+        space = next((s for s in self._spaces_known() if s["id"] == plan.space_id), None)
+        if space is not None and space.get("halfvec_index"):
+            # the index's order finds the candidates, the exact distance ranks and scores them
+            indexed = f"(v.embedding::halfvec({dimensions})) <=> (%(vector)s::vector::halfvec({dimensions}))"
+        else:
+            indexed = exact
         # as text: with pgvector's binary parameter the same statement runs several times slower
         params.update(vector=str(vector.tolist()), knn=plan.candidates * 2)
         self._set_breadth(plan, conn, which)
         # One session is a small set: scan it exactly rather than walk the whole index.
-        order = f"({distance}) + 0" if plan.filters.session_id else distance
-        return _SEMANTIC.format(distance=distance, order=order, where=where,
+        order = f"({exact}) + 0" if plan.filters.session_id else indexed
+        return _SEMANTIC.format(distance=exact, order=order, where=where,
                                 table=store.vector_table(plan.space_id))
 
     def _set_breadth(self, plan, conn, which):

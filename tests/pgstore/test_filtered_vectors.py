@@ -94,3 +94,29 @@ def test_an_ivfflat_search_probes_the_square_root_of_its_lists(pg_db_url):
         assert (probes, scan) == ("4", "relaxed_order")
     finally:
         backend.close()
+
+
+def test_an_ivfflat_index_is_on_halfvec_and_its_candidates_are_ranked_exactly(pg_db_url):
+    """The index holds vectors at half their size; the search orders by its expression (so it is
+    used) and ranks and scores what it found by the exact distance."""
+    space_id, vectors, toward = load(pg_db_url, "ivfflat", np.random.default_rng(5))
+    table = vector_table(space_id)
+    backend = open_search(pg_db_url)
+    try:
+        indexdef = backend.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                        (f"{table}_embedding",)).fetchone()[0]
+        assert "::halfvec(16)" in indexdef and "ivfflat" in indexdef
+        scans = f"SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = '{table}_embedding'"
+        before = backend.conn.execute(scans).fetchone()[0]
+        backend.conn.execute("SET enable_seqscan = off")   # the index, if the statement can use it
+        plan = Plan("q", ("semantic",), Filters.build(), toward.copy(), space_id, candidates=10)
+        found = sorted(backend.candidates(plan), key=lambda c: c.ranks["semantic"])
+        backend.conn.execute("SELECT pg_stat_force_next_flush()")
+        backend.conn.execute("SELECT 1")
+        assert backend.conn.execute(scans).fetchone()[0] > before
+        uuid_of = dict(backend.conn.execute("SELECT id::text, message_uuid FROM messages").fetchall())
+        assert [uuid_of[str(c.key)] for c in found][:10] == exact(vectors, toward, lambda p, at: True)
+        for c in found:   # the exact cosine, not half precision's (about 1e-3 off)
+            assert abs(c.scores["semantic"] - float(vectors[uuid_of[str(c.key)]][0] @ toward)) < 1e-6
+    finally:
+        backend.close()
