@@ -41,8 +41,8 @@ GIN_BUILD_BYTES = 1024    # per message: the full-text build's (lexeme, row) lis
 HNSW_NODE_BYTES = 512     # per vector beside its values: pgvector's element and its neighbour lists (m = 16)
 # The vector index of a space created now (an existing space keeps the kind it was made with:
 # spaces.index_kind). ivfflat, by measurement at 1M real-shaped vectors of 384 dimensions (DESIGN.md,
-# "Postgres at 1M"): built in 47 s against HNSW's 167 s, recall@10 against exact 1.000 (HNSW at
-# ef_search 400 / 1000: 0.870 / 0.910), p50 19 ms for the vector leg (HNSW 5-9 ms).
+# "A new space's vector index is ivfflat"): built in 43-47 s against HNSW's 167 s, recall@10 of the
+# vector leg against exact 0.993-1.000 (HNSW at ef_search 400 / 1000: 0.870 / 0.910).
 DEFAULT_INDEX_KIND = "ivfflat"
 
 _TEMP_TABLES = """
@@ -231,8 +231,8 @@ def ivfflat_build_mb(lists, dimensions):
 def ivfflat_probes(lists):
     """Lists an ivfflat search probes (``ivfflat.probes``): about the square root of ``lists`` (pgvector's
     advice). At 1M real-shaped vectors (1,000 lists, 32 probed) recall@10 of the vector leg against
-    exact was 1.000 (0.990-0.997 filtered by project or date) at p50 19 ms; 16 probes gave 0.96
-    (bench_pg_scale.py, docs/benchmarks.md). pgvector's default, 1, found a fraction of it."""
+    exact was 0.997 on float vectors, 0.993 on halfvec (0.983-0.990 filtered by project or date);
+    16 probes gave 0.96 (bench_pg_scale.py, BENCHMARKS.md). pgvector's default, 1, found a fraction."""
     lists = max(1, int(lists or 1))
     return min(lists, math.ceil(math.sqrt(lists)))
 
