@@ -154,6 +154,13 @@ SELECT EXISTS (SELECT FROM vector_tally WHERE space_id = %(space)s),
        (SELECT coalesce(sum(delta), 0) FROM message_tally WHERE NOT is_copy AND kind <> ALL(%(skipped)s))"""
 _COUNT_MESSAGES = "SELECT count(*) FROM messages WHERE NOT is_copy AND kind <> ALL(%(skipped)s)"
 
+# Every space, and whether its index is on a halfvec cast (a search orders by that expression to use it)
+_SPACES = """
+SELECT id, key, provider, model, dimensions, options, canary, index_kind, index_lists,
+       coalesce((SELECT i.indexdef LIKE '%::halfvec(%' FROM pg_indexes i
+                 WHERE i.schemaname = current_schema() AND i.indexname = 'vectors_' || s.id || '_embedding'), false)
+FROM spaces s ORDER BY id"""
+
 _NO_FULLTEXT = "fulltext AS (SELECT NULL::uuid AS id, NULL::text AS session_id, NULL::float8 AS score, " \
                "NULL::bigint AS rank WHERE false)"
 _NO_SEMANTIC = "semantic AS (SELECT NULL::uuid AS id, NULL::text AS session_id, NULL::float8 AS score, " \
@@ -202,7 +209,7 @@ class PgSearch:
         self.conn, self.url, self.on_lost, self.match_rows = conn, url, on_lost, match_rows
         self.scored_matches, self.allow_insecure_remote = scored_matches, allow_insecure_remote
         self._spaces_cache, self._spaces_at = None, float("-inf")
-        self._breadth = {}   # per connection ("main", "helper"): the index breadth set on it
+        self._breadth = {}   # per connection ("main", "helper"): the index breadth last set on it
         self._stats, self._stats_at = None, float("-inf")
         self._coverage, self._tallied = {}, None
         # the second connection a hybrid search runs its vector leg on (see ``candidates``)
@@ -246,17 +253,12 @@ class PgSearch:
         once vectors exist: each search asks, and a round trip is most of a search's cost)."""
         if self._spaces_cache is not None and time.monotonic() - self._spaces_at < SPACES_TTL:
             return self._spaces_cache
-        names = ("id", "key", "provider", "model", "dimensions", "options", "canary", "index_kind", "index_lists")
-        out = [dict(zip(names, row)) for row in self._rows(
-            "SELECT id, key, provider, model, dimensions, options, canary, index_kind, index_lists "
-            "FROM spaces ORDER BY id")]
+        names = ("id", "key", "provider", "model", "dimensions", "options", "canary", "index_kind", "index_lists",
+                 "halfvec_index")
+        out = [dict(zip(names, row)) for row in self._rows(_SPACES)]
         for s in out:
             s["vectors"] = self._rows(f"SELECT EXISTS (SELECT 1 FROM {store.vector_table(s['id'])})")[0][0]
             s["canary"] = _array(s["canary"])
-            # what its index is on (a search orders by that expression to use it): none, vector, halfvec
-            row = self._rows("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() "
-                             "AND indexname = %s", (f"{store.vector_table(s['id'])}_embedding",))
-            s["halfvec_index"] = bool(row) and "::halfvec(" in row[0][0]
         if any(s["vectors"] for s in out):
             self._spaces_cache, self._spaces_at = out, time.monotonic()
         return out
@@ -278,7 +280,7 @@ class PgSearch:
                 return self._apart(plan, helper)
         return self._together(plan, plan.legs)
 
-    def _together(self, plan, legs, conn=None, which="main"):
+    def _together(self, plan, legs, conn=None):
         where, params = _filters(plan.filters)
         params.update(candidates=plan.candidates, k_fulltext=plan.rrf_k["fulltext"],
                       k_semantic=plan.rrf_k["semantic"], w_fulltext=plan.weights.get("fulltext", 1.0),
@@ -287,7 +289,7 @@ class PgSearch:
         if "fulltext" in legs:
             parts[0] = self._fulltext_cte(plan, where, params)
         if "semantic" in legs:
-            parts[1] = self._semantic_cte(plan, where, params, conn or self.conn, which)
+            parts[1] = self._semantic_cte(plan, where, params, conn or self.conn)
         sql = "WITH " + ",".join(parts) + _FUSED
         if conn is None:
             rows = self._rows(sql, params)
@@ -304,7 +306,7 @@ class PgSearch:
 
         def vector_leg():
             try:
-                out["semantic"] = self._together(plan, ("semantic",), helper, "helper")
+                out["semantic"] = self._together(plan, ("semantic",), helper)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
                 out["error"] = exc
 
@@ -440,45 +442,43 @@ class PgSearch:
             return int(self._rows("SELECT coalesce(sum(delta), 0) FROM message_tally")[0][0])
         return self._rows("SELECT count(*) FROM messages")[0][0]
 
-    def _semantic_cte(self, plan, where, params, conn, which):
+    def _semantic_cte(self, plan, where, params, conn):
         vector = plan.query_vector()   # waited for here, after the full-text leg's round trips
         dimensions = len(vector)
         exact = "v.embedding <=> %(vector)s::vector"
-        space = next((s for s in self._spaces_known() if s["id"] == plan.space_id), None)
-        if space is not None and space.get("halfvec_index"):
+        # the spaces as last read: a helper's thread must not refresh them on the main connection
+        # while the full-text leg uses it (read now when never read)
+        known = self._spaces_cache if self._spaces_cache is not None else self._spaces()
+        space = next((s for s in known if s["id"] == plan.space_id), {})
+        if space.get("halfvec_index"):
             # the index's order finds the candidates, the exact distance ranks and scores them
             indexed = f"(v.embedding::halfvec({dimensions})) <=> (%(vector)s::vector::halfvec({dimensions}))"
         else:
             indexed = exact
         # as text: with pgvector's binary parameter the same statement runs several times slower
         params.update(vector=str(vector.tolist()), knn=plan.candidates * 2)
-        self._set_breadth(plan, conn, which)
+        self._set_breadth(plan, space, conn)
         # One session is a small set: scan it exactly rather than walk the whole index.
         order = f"({exact}) + 0" if plan.filters.session_id else indexed
         return _SEMANTIC.format(distance=exact, order=order, where=where,
                                 table=store.vector_table(plan.space_id))
 
-    def _set_breadth(self, plan, conn, which):
-        """How much of the space's index a vector search reads: ``hnsw.ef_search`` for an HNSW index,
+    def _set_breadth(self, plan, space, conn):
+        """How much of ``space``'s index a vector search reads: ``hnsw.ef_search`` for an HNSW index,
         ``ivfflat.probes`` for an ivfflat one (its lists as the last index refresh recorded them), set
-        on ``conn`` (``which`` of this searcher's connections) when it changes."""
-        space = next((s for s in self._spaces_known() if s["id"] == plan.space_id), None)
-        if space is not None and space.get("index_kind") == "ivfflat":
+        on ``conn`` when it changes (the helper's failures are ``_apart``'s to handle)."""
+        if space.get("index_kind") == "ivfflat":
             setting = f"ivfflat.probes = {store.ivfflat_probes(space.get('index_lists'))}"
         else:
             setting = f"hnsw.ef_search = {min(1000, max(EF_SEARCH_MIN, plan.candidates * 2))}"
+        which = "main" if conn is self.conn else "helper"
         if setting != self._breadth.get(which):
-            if conn is self.conn:
+            if which == "main":
                 with self._guard():
                     conn.execute(f"SET {setting}")
             else:
                 conn.execute(f"SET {setting}")
             self._breadth[which] = setting
-
-    def _spaces_known(self):
-        """The spaces as last read (the helper's thread must not refresh them on the main connection
-        while the full-text leg uses it); read now when never read."""
-        return self._spaces_cache if self._spaces_cache is not None else self._spaces()
 
     def hydrate(self, keys):
         if not keys:
