@@ -27,6 +27,7 @@ lists in a new table and swaps it in in one transaction.
 
 import json
 
+import apsw
 import numpy as np
 
 from .. import faults
@@ -475,40 +476,108 @@ def _scores(codes, q, scales):
     return np.einsum("ij,j->i", codes.astype(np.float32), q) * scales
 
 
-def vectors_of(conn, space_id, chunk_ids):
-    """``{chunk id: float32 vector}`` of these chunks (decoded; within ~4e-6 of what was stored)."""
+def vectors_of(conn, space_id, chunk_ids, locator=None):
+    """``{chunk id: float32 vector}`` of these chunks (decoded; within ~4e-6 of what was stored).
+
+    ``locator``: a ``Locator`` kept across calls (a sync's batches), so the lists' ids are not read
+    again for each; without one, they are read once for this call."""
     t = names(space_id)
     wanted = np.asarray(sorted({int(i) for i in chunk_ids}), np.int64)
     if not len(wanted):
         return {}
-    dims = _dims(conn, space_id)
-    out = {}
-    rows = conn.execute(f"SELECT id, scale, codes, fine FROM {t['tail']} WHERE id IN ({','.join(map(str, wanted.tolist()))})"
-                        ).fetchall()
-    for i, s, c, f in rows:
-        out[i] = decode(np.array([s], np.float32), np.frombuffer(c, np.int8)[None, :], np.frombuffer(f, np.int8)[None, :])[0]
-    rest = wanted[~np.isin(wanted, list(out))]
-    if not len(rest):
-        return out
-    for lst, ids_blob in conn.execute(f"SELECT list, ids FROM {t['lists']}").fetchall():
-        ids = np.frombuffer(ids_blob, np.int64)
-        slots = np.flatnonzero(np.isin(ids, rest))
-        if not len(slots):
+    with Snapshot(conn):
+        dims = _dims(conn, space_id)
+        out = {}
+        rows = conn.execute(f"SELECT id, scale, codes, fine FROM {t['tail']} WHERE id IN "
+                            f"({','.join(map(str, wanted.tolist()))})").fetchall()
+        for i, s, c, f in rows:
+            out[i] = decode(np.array([s], np.float32), np.frombuffer(c, np.int8)[None, :],
+                            np.frombuffer(f, np.int8)[None, :])[0]
+        rest = wanted[~np.isin(wanted, list(out))]
+        if not len(rest):
+            return out
+        fresh = locator is None or locator.ids is None
+        locator = locator or Locator()
+        if fresh:
+            locator.read(conn, t["lists"])
+        rest = _from_lists(conn, t["lists"], dims, locator, rest, out)
+        if len(rest) and not fresh:   # moved or added since the locator was read: read it again, once
+            locator.read(conn, t["lists"])
+            _from_lists(conn, t["lists"], dims, locator, rest, out)
+    return out
+
+
+def _from_lists(conn, table, dims, locator, wanted, out):
+    """Read into ``out`` the ``wanted`` chunks found in the lists where ``locator`` says (the id stored
+    at the slot checked first); returns the ids not found so."""
+    lists, slots, ids = locator.find(wanted)
+    order = np.lexsort((slots, lists))
+    lists, slots, ids = lists[order], slots[order], ids[order]
+    bounds = np.flatnonzero(np.diff(lists)) + 1
+    for part in np.split(np.arange(len(lists)), bounds) if len(lists) else []:
+        lst, at, expect = int(lists[part[0]]), slots[part], ids[part]
+        try:
+            with conn.blob_open("main", table, "ids", lst, False) as blob:
+                stored = np.frombuffer(blob.read(), np.int64)
+        except apsw.SQLError:   # the list is gone (a retrain since)
+            continue
+        inside = at < len(stored)
+        good = np.zeros(len(at), bool)
+        good[inside] = stored[at[inside]] == expect[inside]
+        at, expect = at[good], expect[good]
+        if not len(at):
             continue
         parts = {}
         for column, width in (("scales", 4), ("codes", dims), ("fine", dims)):
-            with conn.blob_open("main", t["lists"], column, lst, False) as blob:
+            with conn.blob_open("main", table, column, lst, False) as blob:
                 chunks = []
-                for slot in slots.tolist():
+                for slot in at.tolist():
                     blob.seek(slot * width)
                     chunks.append(blob.read(width))
                 parts[column] = b"".join(chunks)
         decoded = decode(np.frombuffer(parts["scales"], np.float32),
                          np.frombuffer(parts["codes"], np.int8).reshape(-1, dims),
                          np.frombuffer(parts["fine"], np.int8).reshape(-1, dims))
-        for slot, vector in zip(slots.tolist(), decoded):
-            out[int(ids[slot])] = vector
-    return out
+        for chunk, vector in zip(expect.tolist(), decoded):
+            out[chunk] = vector
+    return wanted[~np.isin(wanted, list(out))]
+
+
+class Locator:
+    """Where each chunk of a space's lists is (list, slot), read once for many ``vectors_of`` calls.
+
+    Finding chunks without it reads every list's ids: a sync pushing vectors the journal already
+    holds (embedded offline, pushed later) did so for each batch of 500 messages, so the push
+    slowed as the space grew (O(space) per batch). A found slot is checked against the id stored
+    there before it is read (a retrain or a purge since may have moved or zeroed it); what is not
+    found, or not found where the locator says, has the locator read again once: a chunk still not
+    found has no vector in the lists."""
+
+    def __init__(self):
+        self.ids = self.lists = self.slots = None
+
+    def read(self, conn, table):
+        ids, lists, slots = [], [], []
+        for lst, blob in conn.execute(f"SELECT list, ids FROM {table}"):
+            found = np.frombuffer(blob, np.int64)
+            ids.append(found)
+            lists.append(np.full(len(found), lst, np.int64))
+            slots.append(np.arange(len(found), dtype=np.int64))
+        ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        order = np.argsort(ids, kind="stable")
+        order = order[ids[order] != 0]   # zeroed slots: deleted chunks
+        self.ids = ids[order]
+        self.lists = np.concatenate(lists)[order] if lists else np.zeros(0, np.int64)
+        self.slots = np.concatenate(slots)[order] if slots else np.zeros(0, np.int64)
+
+    def find(self, wanted):
+        """``(lists, slots, ids)`` of the ``wanted`` chunk ids (sorted, distinct) it knows."""
+        if self.ids is None or not len(self.ids):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        at = np.searchsorted(self.ids, wanted)
+        at = np.minimum(at, len(self.ids) - 1)
+        hit = self.ids[at] == wanted
+        return self.lists[at[hit]], self.slots[at[hit]], wanted[hit]
 
 
 def drop(conn, space_id):

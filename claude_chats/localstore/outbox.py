@@ -14,7 +14,7 @@ from datetime import datetime
 
 from .. import rawlines
 from ..records import Conversation, Message, RawLine
-from . import db, vectors
+from . import db, ivf, vectors
 from .db import Immediate
 
 _CONVERSATION_SQL = f"""
@@ -182,22 +182,41 @@ def previous_messages(conn, message_ids):
     return {m: (p, role, content) for m, p, role, content in rows}
 
 
+READ_AHEAD = 20_000   # chunks whose vectors one read of the index gathers for a sync's next batches (30 MB at 384 dims)
+
+
 class LocalVectors:
     """``prepare(space, canary)``, ``load(message_ids) -> {message_id: [Chunk]}``,
     ``save({message_id: [Chunk]})`` (chunks as ``models.Chunk(index, start, end, vector)``)."""
 
     def __init__(self, conn):
         self.conn, self.space_id = conn, None
+        self.locator = ivf.Locator()   # where the space's chunks are in its lists, read once per run
+        self._ahead = None             # (first message id, last or None, {message id: [Chunk]}, data_version)
 
     def prepare(self, space, canary):
         """Use (creating if new) the journal's space for ``space`` (a ``models.Space``); a legacy vector
         table is converted first, and an index that is gone is made again (``vectors.upgrade``, ``repair``)."""
         self.space_id = vectors.ensure_space(self.conn, space, canary)
+        self.locator, self._ahead = ivf.Locator(), None
         vectors.upgrade(self.conn, self.space_id, lambda: Immediate(self.conn))
         vectors.repair(self.conn, self.space_id, lambda: Immediate(self.conn))
 
     def load(self, message_ids):
-        return vectors.load_message_vectors(self.conn, self.space_id, message_ids)
+        """The vectors the journal holds for these messages, read ahead: a sync asks batch after batch
+        in id order, and one read of the index serves many batches (``vectors.read_ahead``)."""
+        ids = sorted({int(m) for m in message_ids})
+        if not ids:
+            return {}
+        ahead, version = self._ahead, self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        if ahead is None or ids[0] < ahead[0] or (ahead[1] is not None and ids[-1] > ahead[1]) or \
+                version != ahead[3]:   # another process wrote since: a purged message's id may be taken again
+            found, last = vectors.read_ahead(self.conn, self.space_id, ids[0], READ_AHEAD, self.locator)
+            if last is not None and last < ids[-1]:   # the batch alone holds more chunks than that
+                self._ahead = None
+                return vectors.load_message_vectors(self.conn, self.space_id, ids, self.locator)
+            self._ahead = ahead = (ids[0], last, found, version)
+        return {m: ahead[2][m] for m in ids if m in ahead[2]}
 
     def save(self, embedded):
         """Store a batch's vectors in one journal transaction; returns the message ids kept.
@@ -211,6 +230,9 @@ class LocalVectors:
             for message_id in kept:
                 vectors.write_message_vectors(self.conn, self.space_id, message_id, embedded[message_id])
             vectors.zero_deleted(self.conn)   # vectors these replaced
+        ahead = self._ahead
+        if ahead is not None and any(embedded[m] or m in ahead[2] for m in kept):
+            self._ahead = None   # what was read ahead does not hold these any more (none: nothing changed)
         return kept
 
     def maintain(self, progress=None):

@@ -25,7 +25,7 @@ from . import ivf
 from ..models.base import Space
 from ..models.chunking import Chunk
 from ..models.spaces import canary_from_blob, check_canary, mismatch_error
-from . import counts
+from . import counts, db
 
 
 def load_extension(conn):
@@ -188,19 +188,41 @@ def write_message_vectors(conn, space_id, message_id, chunks):
             ivf.add(conn, space_id, ids, np.stack([np.asarray(c[3], np.float32) for c in chunks]))
 
 
-def load_message_vectors(conn, space_id, message_ids):
-    """``{message_id: [Chunk]}`` of the messages that have vectors in the space."""
+def load_message_vectors(conn, space_id, message_ids, locator=None):
+    """``{message_id: [Chunk]}`` of the messages that have vectors in the space (``locator``: an
+    ``ivf.Locator`` kept across calls)."""
     out = {}
     ids = json.dumps([int(m) for m in message_ids])
     rows = conn.execute(
         "SELECT c.id, c.message_id, c.chunk_index, c.start_char, c.end_char FROM chunks c WHERE c.space_id = ? "
         "AND c.message_id IN (SELECT value FROM json_each(?)) ORDER BY c.message_id, c.chunk_index",
         (space_id, ids)).fetchall()
-    found = ivf.vectors_of(conn, space_id, [r[0] for r in rows]) if rows else {}
+    found = ivf.vectors_of(conn, space_id, [r[0] for r in rows], locator) if rows else {}
     for chunk_id, message_id, index, start, end in rows:
         if chunk_id in found:
             out.setdefault(message_id, []).append(Chunk(index, start, end, found[chunk_id]))
     return out
+
+
+def read_ahead(conn, space_id, first, limit, locator=None):
+    """``({message_id: [Chunk]}, last)``: the vectors of the space's messages from id ``first`` on, at
+    most ``limit`` chunks of them, and the last message id they hold whole (None: every message from
+    ``first`` on). One read of the index for many batches: its lists are long blobs, and each read of
+    one walks its pages, so a batch of 500 messages read alone touched nearly every page of the index."""
+    with db.Snapshot(conn):
+        rows = conn.execute(
+            "SELECT id, message_id, chunk_index, start_char, end_char FROM chunks WHERE space_id = ? "
+            "AND message_id >= ? ORDER BY message_id, chunk_index LIMIT ?", (space_id, int(first), limit + 1)).fetchall()
+        last = None
+        if len(rows) > limit:
+            last = rows[-1][1] - 1   # the last message's chunks may go on past the limit
+            rows = [r for r in rows if r[1] <= last]
+        found = ivf.vectors_of(conn, space_id, [r[0] for r in rows], locator) if rows else {}
+    out = {}
+    for chunk_id, message_id, index, start, end in rows:
+        if chunk_id in found:
+            out.setdefault(message_id, []).append(Chunk(index, start, end, found[chunk_id]))
+    return out, last
 
 
 _UNEMBEDDED = """FROM messages m WHERE m.synced = 1 AND m.copy = 0 AND m.id > ? AND trim(m.content, ' 	

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
-from .. import faults
+from .. import faults, rawlines
 from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMismatchError
 from ..localstore import ftsparts, outbox, vectors
 from ..models import canary_vector, check_canary, recipe_of
@@ -470,9 +470,10 @@ class Syncer:
         if self.store is None:
             return
         self._note_keyed_redaction()
+        clean = None if self.redact is None else rawlines.remembering(self.redact)   # one for every batch
         after_id = 0
         while True:
-            ids, lines = outbox.pending_raw_lines(self.journal.conn, self.batch_size, after_id, self.redact)
+            ids, lines = outbox.pending_raw_lines(self.journal.conn, self.batch_size, after_id, clean)
             if not ids:
                 return
             homeless = set(self._pg(self.store.push_raw_lines, lines))

@@ -12,7 +12,7 @@ import pytest
 
 from claude_chats import paths
 from claude_chats.faults import ENV
-from claude_chats.localstore import db, ivf, vectors
+from claude_chats.localstore import db, ivf, outbox, vectors
 from claude_chats.localstore.db import Immediate
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
@@ -142,6 +142,97 @@ if sys.argv[3] == "retrain":
 else:
     ivf.fold(conn, space_id, lambda: Immediate(conn))
 """
+
+
+def test_a_locator_kept_across_calls_answers_as_a_fresh_read_after_folds_retrains_and_purges(conn):
+    """A sync keeps one ``Locator`` for all its batches: what it answers after the lists changed under
+    it (a fold appends, a retrain moves every chunk, a purge zeroes slots) is what a fresh read gives."""
+    space_id, stored = fill(conn, ["s1", "s2"], 1500)
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    locator = ivf.Locator()
+    chunks = chunk_of(conn)
+
+    def same(ids):
+        kept, fresh = ivf.vectors_of(conn, space_id, ids, locator), ivf.vectors_of(conn, space_id, ids)
+        assert kept.keys() == fresh.keys()
+        for chunk in kept:
+            np.testing.assert_array_equal(kept[chunk], fresh[chunk])
+        return kept
+
+    first = same(list(chunks)[:200])
+    assert len(first) == 200 and locator.ids is not None
+    for chunk in first:   # right vectors, not only the same ones
+        want = stored[chunks[chunk]]
+        np.testing.assert_allclose(first[chunk], want, rtol=0, atol=float(np.abs(want).max()) / 64_000)
+    late = add_late(conn, space_id, "s2", clustered(300, seed=5))
+    ivf.fold(conn, space_id, tx(conn))                       # appended to the lists after the locator was read
+    late_chunks = [c for c, m in chunk_of(conn).items() if m in late]
+    assert len(same(late_chunks + list(chunks)[200:260])) == 360
+    ivf.retrain(conn, space_id, tx(conn), nlist=24)          # every chunk elsewhere
+    assert len(same(list(chunks)[500:700])) == 200
+    gone = [m for (m,) in conn.execute("SELECT id FROM messages WHERE session_id = 's1'")]
+    gone_chunks = [c for c, m in chunk_of(conn).items() if m in gone][:100]
+    locator.read(conn, f"ivf_{space_id}_lists")
+    with conn:
+        conn.execute("DELETE FROM messages WHERE session_id = 's1'")
+        assert vectors.zero_deleted(conn) >= len(gone_chunks)
+    assert same(gone_chunks + late_chunks[:5]).keys() == set(late_chunks[:5])   # zeroed slots are no answer
+
+
+def test_a_syncs_read_ahead_answers_each_batch_as_a_read_of_that_batch_would(conn, tmp_path, monkeypatch):
+    """``LocalVectors.load`` reads the vectors of many batches at once (the index's lists are long blobs,
+    each read walks their pages): what it answers, batch after batch, is what reading the batch alone
+    gives, also after this run replaced a message's vectors and after another process purged messages
+    and its new ones took their ids."""
+    monkeypatch.setattr(outbox, "READ_AHEAD", 700)
+    space_id, stored = fill(conn, ["s1", "s2", "s3"], 1000)
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    provider = HashEmbedder()
+    local = outbox.LocalVectors(conn)
+    local.prepare(provider.space, canary_vector(provider))
+    assert local.space_id == space_id
+    ids = sorted(stored)
+    reads = []
+    real = vectors.read_ahead
+    monkeypatch.setattr(vectors, "read_ahead", lambda *a: reads.append(a[2]) or real(*a))
+
+    def same(batch):
+        got, alone = local.load(batch), vectors.load_message_vectors(conn, space_id, batch)
+        assert got.keys() == alone.keys() == set(batch)
+        for m in batch:
+            assert [c[:3] for c in got[m]] == [c[:3] for c in alone[m]]
+            np.testing.assert_array_equal(got[m][0].vector, alone[m][0].vector)
+        return got
+
+    for start in range(0, 1400, 200):
+        same(ids[start:start + 200])
+    assert reads == [ids[0], ids[600], ids[1200]]   # one chunk each: a read holds 699 messages whole, not 7 x 200
+    same(ids[1400:2300])                         # a batch bigger than a read ahead: read alone
+    replaced = ids[2350]
+    new = clustered(1, seed=11)[0]
+    same(ids[2300:2340])
+    local.save({replaced: [Chunk(0, 0, 4, new)]})
+    got = same(ids[2340:2400])[replaced][0].vector
+    np.testing.assert_allclose(got, new, rtol=0, atol=float(np.abs(new).max()) / 64_000)
+
+    other = db.connect(str(tmp_path / "journal.db"))   # another process: a purge, then the hook
+    last = ids[-50:]
+    with other:
+        other.execute("DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))", (str(last),))
+    vectors.zero_deleted(conn)
+    before = len(reads)
+    same(ids[2900:2940])
+    later = clustered(50, seed=12)
+    with other:
+        for n, v in enumerate(later):
+            other.execute("INSERT INTO messages(id, uuid, session_id, seq, role, kind, content) VALUES "
+                          "(?, ?, 's3', ?, 'user', 'text', 'new')", (last[n], f"new-{n}", 5000 + n))
+            vectors.write_message_vectors(other, space_id, last[n], [Chunk(0, 0, 3, v)])
+    other.close()
+    got = same(last)
+    assert len(reads) > before
+    for n, m in enumerate(last):
+        np.testing.assert_allclose(got[m][0].vector, later[n], rtol=0, atol=float(np.abs(later[n]).max()) / 64_000)
 
 
 @pytest.mark.parametrize("step, point", [("retrain", "mid-retrain@1"), ("fold", "mid-fold@3")])
