@@ -227,6 +227,52 @@ def test_a_bulk_load_rebuilds_the_index_afterwards(empty_journal, tmp_path, pg_d
                                   ).fetchone()[0] == 31
 
 
+def test_the_indexes_build_beside_the_kept_lines_and_a_stop_leaves_them_to_the_next_run(empty_journal, tmp_path,
+                                                                                         pg_db_url):
+    """The index builds run on a second connection while the kept lines are redacted and pushed: they
+    are there when the run ends, a failure of the lines does not lose them, and a run stopped (Ctrl-C)
+    meanwhile does not wait for them: the next run makes what is missing."""
+    from claude_chats.sync.engine import Syncer
+
+    seen = {}
+
+    class Bulk(Syncer):
+        defer_index_min = 10
+
+        def _push_raw_lines(self):
+            with PgStore.open(pg_db_url) as other:   # while the lines go: the build's connection is not ours
+                seen["backends"] = other.conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND backend_type = 'client backend' AND pid NOT IN (pg_backend_pid(), %s)",
+                    (self.store.conn.info.backend_pid,)).fetchone()[0]
+            return super()._push_raw_lines()
+
+    for s in ("s-a", "s-b"):
+        empty_journal.import_files([str(write_transcript(tmp_path, s, 8))])
+    with PgStore.open(pg_db_url) as store:
+        report = Bulk(empty_journal, HashEmbedder(), store, batch_size=4).run()
+        assert report.ok and report.index_rebuilt and report.text_index_rebuilt and report.raw_lines
+        assert seen["backends"] >= 1
+        (space,) = store.spaces()
+        assert store.has_index(space["id"]) and store.has_text_index()
+
+    class Stopped(Bulk):
+        def _push_raw_lines(self):
+            raise KeyboardInterrupt
+
+    empty_journal.import_files([str(write_transcript(tmp_path, "s-c", 30))])
+    with PgStore.open(pg_db_url) as store:
+        with pytest.raises(KeyboardInterrupt):
+            Stopped(empty_journal, HashEmbedder(), store, batch_size=4).run()
+        idle = store.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                  "AND pid <> pg_backend_pid()").fetchone()[0]
+        assert idle == 0   # no build left running, no connection left open
+        report = Bulk(empty_journal, HashEmbedder(), store, batch_size=4).run()
+        assert report.ok and report.raw_lines
+        (space,) = store.spaces()
+        assert store.has_index(space["id"]) and store.has_text_index()
+
+
 def test_a_bulk_load_that_fails_still_rebuilds_the_indexes(empty_journal, tmp_path, pg_db_url):
     from claude_chats.errors import ProviderError
     from claude_chats.models import CANARY_TEXT
