@@ -614,9 +614,11 @@ def fig_pg(ctx, label, env):
     shutil.copytree(home, copy, ignore=shutil.ignore_patterns("claude", "purpose"))
     try:
         penv = env_for(copy, env["PYTHONPATH"], ctx.port, url)
+        server_before = server_cpu(url)
         pushed = sync_home(copy, env["PYTHONPATH"], ctx.port, ctx.vectors, url)
         messages = ctx.built[label]["import"]["messages"]
         out = {"push_wall": pushed["wall"], "push_msgs_s": messages / pushed["wall"],
+               "push_cpu": {"client": pushed["cpu"], "server": server_cpu(url) - server_before},
                "index": {k: v for k, v in pushed["summary"].items() if "index" in k or "seconds" in k}}
         searched = fig_search(ctx, label, penv, local=False)
         out["search"] = searched
@@ -624,6 +626,34 @@ def fig_pg(ctx, label, env):
         return out
     finally:
         shutil.rmtree(copy, ignore_errors=True)
+
+
+def server_cpu(url):
+    """CPU seconds the Postgres server behind ``url`` has used, when it runs on this machine: its
+    postmaster's own and its exited children's, and each live child's (backends, writers); 0.0 when its
+    processes cannot be read (another machine, another user)."""
+    import psycopg
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(pid):
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+    try:
+        with psycopg.connect(url) as conn:
+            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        postmaster = int(stat(backend)[1])
+        fields = stat(postmaster)
+        total = sum(int(f) for f in fields[11:15])   # utime stime cutime cstime
+        for task in os.listdir(f"/proc/{postmaster}/task"):
+            with open(f"/proc/{postmaster}/task/{task}/children") as fh:
+                for child in fh.read().split():
+                    try:
+                        total += sum(int(f) for f in stat(child)[11:13])
+                    except OSError:   # exited meanwhile: in cutime next time
+                        pass
+        return total / tick
+    except (OSError, ValueError, psycopg.Error):
+        return 0.0
 
 
 def line_of(figure, value):
@@ -647,7 +677,9 @@ def line_of(figure, value):
                f"({value['gb_with']:.2f} GB; transcripts {value['transcript_kb']:.2f} KB/message)"
     if figure == "pg":
         s = value["search"]
-        return f"push {value['push_msgs_s']:,.0f} msgs/s ({value['push_wall']:.0f} s) {value['index']}; search " \
+        cpu = value.get("push_cpu") or {}
+        return f"push {value['push_msgs_s']:,.0f} msgs/s ({value['push_wall']:.0f} s; CPU client " \
+               f"{cpu.get('client', 0):.0f} s, server {cpu.get('server', 0):.0f} s) {value['index']}; search " \
                f"via Postgres p50 total {s['hybrid']['total_ms']:.0f} / {s['fulltext']['total_ms']:.0f} / " \
                f"{s['semantic']['total_ms']:.0f} ms (hybrid / full text / semantic), whole process " \
                f"{s['hybrid']['wall']:.2f} s RSS {s['hybrid']['rss']:.0f} MB; MCP warm hybrid " \

@@ -20,6 +20,7 @@ import pytest
 from claude_chats import paths, rawlines, transcript
 from claude_chats.localstore.journal import Journal
 from claude_chats.redact import redact
+from claude_chats.sync.redactpool import Redactor
 from tests.support import ROOT, lines
 from tests.support.hooks import hook_event
 from tests.support.keyed_secrets import (PASSWORD, SESSION, keyed_transcript, leaks, restored_elsewhere, run_chats,
@@ -130,7 +131,8 @@ def test_a_line_only_the_lenient_reading_takes_is_redacted_all_the_same(empty_jo
     path = tmp_path / f"{SESSION}.jsonl"
     path.write_bytes(raw)
     assert not empty_journal.import_files([str(path)]).errors
-    _ids, pushed = outbox.pending_raw_lines(empty_journal.conn, redact=redact)
+    rows = outbox.raw_line_rows(empty_journal.conn)
+    _ids, pushed = outbox.raw_line_records(rows, Redactor(redact).lines([row[5] for row in rows]))   # as sync does
     line, = [rawlines.unpack(r.line) for r in pushed]
     assert PASSWORD.encode() not in line
     assert json.loads(line)["message"]["content"][0]["input"] == {"note": "tab\u0001here",

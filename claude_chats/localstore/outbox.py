@@ -117,17 +117,23 @@ def pack_raw_lines(conn, batch=PACK_BATCH):
         done += len(rows)
 
 
-def pending_raw_lines(conn, limit=500, after_id=0, redact=None):
-    """``(ids, [records.RawLine])``: kept transcript lines not yet in Postgres, oldest first (``id >
-    after_id``); ``redact`` cleans the text inside each line's JSON strings (the line stays JSON)."""
-    rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
+def raw_line_rows(conn, limit=500, after_id=0):
+    """The rows of the kept lines not yet in Postgres, oldest first (``id > after_id``): ``(id,
+    session, key, seq, parent, line as stored, created_at)``."""
+    return conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
                         "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
-    clean = None if redact is None else rawlines.remembering(redact)
-    lines = [RawLine(session, key, seq, parent,
-                     None if line is None else rawlines.pack(line) if clean is None
-                     else rawlines.redact_packed(line, clean),
-                     timestamp(created)) for _id, session, key, seq, parent, line, created in rows]
-    return [row[0] for row in rows], lines
+
+
+def raw_line_records(rows, lines):
+    """``(ids, [records.RawLine])`` of ``raw_line_rows``' rows with the lines as they are pushed."""
+    return [row[0] for row in rows], [RawLine(session, key, seq, parent, line, timestamp(created))
+                                      for (_id, session, key, seq, parent, _stored, created), line in zip(rows, lines)]
+
+
+def pending_raw_line_count(conn, at_most):
+    """Kept lines not yet in Postgres, counted up to ``at_most`` (enough to know a backlog is big)."""
+    return conn.execute("SELECT count(*) FROM (SELECT 1 FROM raw_lines WHERE synced = 0 LIMIT ?)",
+                        (int(at_most),)).fetchall()[0][0]
 
 
 # Kept lines that versions before issue 21 pushed may hold values named as secrets only by their JSON
@@ -182,7 +188,7 @@ def previous_messages(conn, message_ids):
     return {m: (p, role, content) for m, p, role, content in rows}
 
 
-READ_AHEAD = 20_000   # chunks whose vectors one read of the index gathers for a sync's next batches (30 MB at 384 dims)
+READ_AHEAD = 50_000   # chunks whose vectors one read of the index gathers for the next batches (75 MB at 384 dims)
 
 
 class LocalVectors:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
-from .. import faults, rawlines
+from .. import faults
 from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMismatchError
 from ..localstore import ftsparts, outbox, vectors
 from ..models import canary_vector, check_canary, recipe_of
@@ -29,6 +29,7 @@ from ..pgstore.store import DEFAULT_INDEX_KIND
 from ..purge import sync_purges
 from ..records import Batch, VectorRow
 from ..redact import original_span, redacted_span
+from . import redactpool
 from .pusher import Pusher
 
 DEFAULT_BATCH = 500
@@ -511,17 +512,20 @@ class Syncer:
         if self.store is None:
             return
         self._note_keyed_redaction()
-        clean = None if self.redact is None else rawlines.remembering(self.redact)   # one for every batch
-        after_id = 0
-        while True:
-            ids, lines = outbox.pending_raw_lines(self.journal.conn, self.batch_size, after_id, clean)
-            if not ids:
-                return
-            homeless = set(self._pg(self.store.push_raw_lines, lines))
-            outbox.mark_raw_lines_pushed(self.journal.conn,
-                                         [i for i, line in zip(ids, lines) if line.session_id not in homeless])
-            self.report.raw_lines += sum(1 for line in lines if line.session_id not in homeless)
-            after_id = ids[-1]
+        backlog = outbox.pending_raw_line_count(self.journal.conn, redactpool.POOL_MIN)
+        conn = self.journal.conn
+        with redactpool.Redactor(self.redact, backlog) as redactor:   # a big backlog: on every core
+            rows = outbox.raw_line_rows(conn, self.batch_size)
+            work = redactor.start([row[5] for row in rows])
+            while rows:
+                ids, lines = outbox.raw_line_records(rows, redactor.finish(work))
+                rows = outbox.raw_line_rows(conn, self.batch_size, ids[-1])
+                work = redactor.start([row[5] for row in rows])   # the workers go on while this batch goes
+                homeless = set(self._pg(self.store.push_raw_lines, lines))
+                outbox.mark_raw_lines_pushed(conn, [i for i, line in zip(ids, lines) if line.session_id not in homeless])
+                self.report.raw_lines += sum(1 for line in lines if line.session_id not in homeless)
+        if redactor.note:
+            self.report.notes.append(redactor.note)
 
     def _note_keyed_redaction(self):
         """Once, at this journal's first sync of a version that redacts kept lines by their JSON keys: if
