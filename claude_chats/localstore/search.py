@@ -256,25 +256,32 @@ class LocalSearch:
                 if len(found) >= plan.candidates or (reader.whole and len(ids) < knn):
                     return _candidates(found)
                 if widen == WIDEN[0]:
-                    rows = self._filtered_chunks(plan.space_id, where, args, EXACT_MAX + 1)
+                    rows = self._filtered_chunks(plan.space_id, where, args, EXACT_MAX + 1,
+                                                  bool(plan.filters.project_path))
                     if len(rows) <= EXACT_MAX:
                         break   # few enough to score exactly: the rows are read once, here
                     rows = None
                 knn *= 4
         return _candidates(self._exact_index(plan, where, args, rows))
 
-    def _filtered_chunks(self, space_id, where, args, limit=None):
-        """(chunk id, message id, session id, start, end) of the space's chunks the filters leave."""
-        sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM messages m "
-               f"JOIN sessions s ON s.id = m.session_id JOIN chunks c ON c.message_id = m.id AND c.space_id = ? "
-               f"WHERE {where}" + (" LIMIT ?" if limit else ""))
+    def _filtered_chunks(self, space_id, where, args, limit=None, by_session=False):
+        """(chunk id, message id, session id, start, end) of the space's chunks the filters leave.
+
+        ``by_session`` (a project filter): read from the sessions it leaves, then their messages, then
+        their chunks. Left to itself the planner walks every chunk of the space and looks each one's
+        message and session up (the project filter, a prefix by ``substr``, names no index): 0.86-0.99
+        s at 1M messages for a project and a date range, 33 ms read from the sessions."""
+        tables = ("sessions s CROSS JOIN messages m ON m.session_id = s.id CROSS JOIN chunks c" if by_session
+                  else "messages m JOIN sessions s ON s.id = m.session_id JOIN chunks c")
+        sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM {tables} "
+               f"ON c.message_id = m.id AND c.space_id = ? WHERE {where}" + (" LIMIT ?" if limit else ""))
         return self.conn.execute(sql, (space_id, *args, *((limit,) if limit else ()))).fetchall()
 
     def _exact_index(self, plan, where, args, rows=None):
         """Rows like ``_knn``'s: every chunk the filters leave (``rows``, when already read), scored
         exactly, best per message."""
         if rows is None:
-            rows = self._filtered_chunks(plan.space_id, where, args)
+            rows = self._filtered_chunks(plan.space_id, where, args, by_session=bool(plan.filters.project_path))
         found = ivf.vectors_of(self.conn, plan.space_id, [r[0] for r in rows])
         q = np.asarray(plan.vector, np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)

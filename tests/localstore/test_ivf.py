@@ -235,6 +235,39 @@ def test_a_syncs_read_ahead_answers_each_batch_as_a_read_of_that_batch_would(con
         np.testing.assert_allclose(got[m][0].vector, later[n], rtol=0, atol=float(np.abs(later[n]).max()) / 64_000)
 
 
+def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_sessions(tmp_path):
+    """One project among a hundred: the nearest chunks of the whole space hold too few of its messages,
+    so its chunks are read (from its sessions, then their messages) and scored exactly. What comes
+    back is brute force over that project alone; a project that is only a prefix of the name finds
+    nothing."""
+    from claude_chats.search.core import Filters, Plan
+
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    space_id, stored = fill(conn, [f"s{n:03d}" for n in range(100)], 40)
+    ivf.retrain(conn, space_id, tx(conn), nlist=64)
+    with conn:
+        conn.execute("UPDATE sessions SET project_path = '/work/big'")
+        conn.execute("UPDATE sessions SET project_path = '/work/small/app' WHERE id = 's042'")
+    mine = {m: stored[m] for (m,) in conn.execute("SELECT id FROM messages WHERE session_id = 's042'")}
+    conn.close()
+    search = LocalSearch.open(path)
+    try:
+        for seed in (3, 4, 5):
+            q = clustered(1, seed=seed)[0]
+            plan = Plan("q", ("semantic",), Filters.build(project_path="/work/small"), vector=q,
+                        space_id=space_id, candidates=20)
+            found = search.semantic(plan)
+            assert {c.session_id for c in found} == {"s042"} and len(found) == 20
+            assert {c.key for c in found} == exact_top(mine, q, 20)
+            for c in found:
+                assert abs(c.scores["semantic"] - float(mine[c.key] @ q)) < 1e-4
+            prefix = Plan("q", ("semantic",), Filters.build(project_path="/work/sma"), vector=q, space_id=space_id)
+            assert search.semantic(prefix) == []
+    finally:
+        search.close()
+
+
 @pytest.mark.parametrize("step, point", [("retrain", "mid-retrain@1"), ("fold", "mid-fold@3")])
 def test_killed_mid_update_the_index_keeps_every_vector_once(tmp_path, step, point):
     path = str(tmp_path / "journal.db")
