@@ -300,3 +300,41 @@ def test_full_text_ranks_the_newest_matches_of_a_common_word(tmp_path):
             project = searcher.search("zephyr", mode="fulltext", limit=10, per_session=0, context=0,
                                       project_path="/work/common")["hits"]
             assert len(project) == 10 and all(h["session_id"] == "sess-common-1" for h in project)
+
+
+def test_hybrid_legs_on_two_connections_find_what_one_connection_finds(synced_journal):
+    """A hybrid search runs its vector leg on a second connection while the full-text leg runs: the
+    candidates, their ranks and fused scores are those of the legs run one after the other, filters
+    or not; a leg that fails raises as it does there; the second connection closes with the search."""
+    from claude_chats.errors import ProviderError
+    from claude_chats.search.core import Filters, Plan
+
+    search = LocalSearch(synced_journal)
+    provider = HashEmbedder()
+    space_id = search.space(provider.space.key)["id"]
+    queries = [("docker port", {}), ("migration failed on the users table", {}), ("flaky test", {"role": "user"}),
+               ("postgres", {"project_path": "/work/alpha"}), ("zebra xylophone", {})]
+    for text, filters in queries:
+        plan = Plan(text, ("fulltext", "semantic"), Filters.build(**filters), vector=provider.embed_query(text),
+                    space_id=space_id, match="any")
+        apart = search.candidates(plan)
+        helper = search._helper
+        assert helper is not None and helper.conn is not search.conn
+        search._helper, search._helper_failed = None, "one connection (test)"
+        together = search.candidates(plan)
+        search._helper, search._helper_failed = helper, None
+        assert apart == together
+    assert any(search.candidates(Plan("docker", ("fulltext", "semantic"), Filters.build(),
+                                      vector=provider.embed_query("docker"), space_id=space_id)))
+
+    class Failed:
+        def result(self):
+            raise ProviderError("the model died (test)")
+
+    with pytest.raises(ProviderError, match="died"):
+        search.candidates(Plan("docker", ("fulltext", "semantic"), Filters.build(), vector=Failed(), space_id=space_id))
+    helper = search._helper
+    search.close()
+    assert search._helper is None
+    with pytest.raises(Exception, match="closed|Closed"):
+        helper.conn.execute("SELECT 1")
