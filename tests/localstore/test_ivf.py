@@ -315,6 +315,48 @@ def test_purge_leaves_no_vector_of_the_session_on_disk():
         assert sorted(ivf.live(journal.conn, space_id).tolist()) == sorted(kept)
 
 
+def test_a_purge_leaves_no_vector_of_the_tail_on_disk_nor_in_its_scan_index():
+    """Vectors not folded yet lie in the tail twice: its rows, and the index a search scans it by (coarse
+    codes by list). A purge leaves neither on disk."""
+    with Journal.open() as journal:
+        space_id, _ = fill(journal.conn, ["sess-kept"], 1200)
+        ivf.retrain(journal.conn, space_id, tx(journal.conn), nlist=16)
+        journal.conn.execute("INSERT INTO sessions(id, updated_at) VALUES ('sess-purged', '2026-01-01')")
+        add_late(journal.conn, space_id, "sess-purged", clustered(300, seed=8))
+        chunks, session = chunk_of(journal.conn), dict(journal.conn.execute("SELECT id, session_id FROM messages"))
+        purged = [c for c, m in chunks.items() if session[m] == "sess-purged"]
+        assert ivf.counts(journal.conn, space_id) == (1200, 300)
+        plan = journal.conn.execute(f"EXPLAIN QUERY PLAN SELECT id, scale, codes FROM ivf_{space_id}_tail "
+                                    "WHERE list IN (1, 2)").fetchall()
+        assert "COVERING INDEX" in str(plan)
+        purged_codes = [b for b in stored_codes(journal.conn, space_id, purged) if any(b)]
+    assert len(purged_codes) == 2 * len(purged)
+    chats("purge", "--session", "sess-purged", "--yes")
+    data = b"".join(open(p, "rb").read() for p in (paths.journal_path(), paths.journal_path() + "-wal")
+                    if os.path.exists(p))
+    assert [c for c in purged_codes if c in data] == []
+
+
+def test_a_space_made_before_the_tails_scan_index_gets_it_at_the_next_sync(conn):
+    """The tail's rows were found through an index of the list alone, one page each: a space made then
+    gets the scan index when a sync prepares it, and searches answer as before."""
+    space_id, stored = fill(conn, ["s1"], 3000)
+    ivf.retrain(conn, space_id, tx(conn), nlist=32)
+    add_late(conn, space_id, "s1", clustered(400, seed=9))
+    conn.execute(f"DROP INDEX ivf_{space_id}_tail_scan")   # as versions before it made the space
+    reader = ivf.Reader(conn, space_id)
+    queries = clustered(10, seed=10)
+    before = [reader.nearest(q, 20) for q in queries]
+    provider = HashEmbedder()
+    outbox.LocalVectors(conn).prepare(provider.space, canary_vector(provider))
+    names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {f"ivf_{space_id}_tail_scan", f"ivf_{space_id}_tail_list"} <= names
+    for q, (ids, sims) in zip(queries, before):
+        again, again_sims = ivf.Reader(conn, space_id).nearest(q, 20)
+        assert again.tolist() == ids.tolist()
+        np.testing.assert_array_equal(again_sims, sims)
+
+
 def test_two_spaces_never_mix_in_the_index(conn):
     first, stored = fill(conn, ["s1"], 600)
     provider = HashEmbedder()
