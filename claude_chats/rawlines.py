@@ -179,10 +179,7 @@ REMEMBERED = 100_000  # short strings at most, then forgotten all at once: memor
 
 def remembering(redact, limit=REMEMBERED):
     """``redact`` (a pure function of the text) remembering its answers for short strings: the lines
-    of a batch repeat most of their strings, each of which would be scanned again. One that already
-    remembers is returned as it is (a sync keeps one for all its batches)."""
-    if getattr(redact, "remembers", False):
-        return redact
+    of a batch repeat most of their strings, each of which would be scanned again."""
     seen = {}
 
     def clean(text):
@@ -195,7 +192,6 @@ def remembering(redact, limit=REMEMBERED):
             found = seen[text] = redact(text)
         return found
 
-    clean.remembers = True
     return clean
 
 

@@ -67,24 +67,31 @@ def create(conn, space_id):
         f"CREATE TABLE IF NOT EXISTS {t['tail']} (id INTEGER PRIMARY KEY, list INTEGER NOT NULL, "
         f"scale REAL NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL);"
         f"CREATE INDEX IF NOT EXISTS {t['tail']}_list ON {t['tail']}(list);"
-        f"CREATE INDEX IF NOT EXISTS {t['tail']}_scan ON {t['tail']}(list, id, scale, codes);"
         f"CREATE TABLE IF NOT EXISTS {t['meta']} (key TEXT PRIMARY KEY, value);"
         f"CREATE TABLE IF NOT EXISTS {t['dead']} (id INTEGER PRIMARY KEY);"
         f"CREATE TRIGGER IF NOT EXISTS ivf_{int(space_id)}_chunk_delete AFTER DELETE ON chunks "
         f"WHEN old.space_id = {int(space_id)} BEGIN INSERT OR IGNORE INTO {t['dead']}(id) SELECT old.id "
         f"WHERE NOT EXISTS (SELECT 1 FROM {t['tail']} WHERE id = old.id); "
         f"DELETE FROM {t['tail']} WHERE id = old.id; END;")
+    _create_scan_index(conn, t)
 
 
-def ensure_scan_index(conn, space_id):
-    """The tail's index a search scans it by (inside the caller's transaction): its rows by list, each
-    with its coarse codes. A search reads the tail's rows of the lists it probes; found through an
+def ensure_scan_index(conn, space_id, transaction):
+    """The tail's index a search scans it by (its rows by list, each with its coarse codes), made in a
+    ``transaction()`` when missing. A search reads the tail's rows of the lists it probes; found through an
     index of the list alone, they came one page each from all over the table (rows of ~800 bytes, the
     fine codes with them): 6.6 ms of a 27 ms vector leg at 1M, with 72,703 rows not folded yet. Read
     from this one they are a few consecutive pages. Spaces made before it get it at their next sync
     (``LocalVectors.prepare``). The index of the list alone stays: ``counts`` counts the tail through
     the narrowest index, which this one (30 MB at 1M) is not."""
     t = names(space_id)
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                        (f"{t['tail']}_scan",)).fetchall():
+        with transaction():
+            _create_scan_index(conn, t)
+
+
+def _create_scan_index(conn, t):
     conn.execute(f"CREATE INDEX IF NOT EXISTS {t['tail']}_scan ON {t['tail']}(list, id, scale, codes)")
 
 

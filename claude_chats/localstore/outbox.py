@@ -208,8 +208,7 @@ class LocalVectors:
         vectors.upgrade(self.conn, self.space_id, lambda: Immediate(self.conn))
         vectors.repair(self.conn, self.space_id, lambda: Immediate(self.conn))
         if ivf.exists(self.conn, self.space_id):
-            with Immediate(self.conn):
-                ivf.ensure_scan_index(self.conn, self.space_id)
+            ivf.ensure_scan_index(self.conn, self.space_id, lambda: Immediate(self.conn))
 
     def load(self, message_ids):
         """The vectors the journal holds for these messages, read ahead: a sync asks batch after batch

@@ -191,17 +191,12 @@ def write_message_vectors(conn, space_id, message_id, chunks):
 def load_message_vectors(conn, space_id, message_ids, locator=None):
     """``{message_id: [Chunk]}`` of the messages that have vectors in the space (``locator``: an
     ``ivf.Locator`` kept across calls)."""
-    out = {}
     ids = json.dumps([int(m) for m in message_ids])
     rows = conn.execute(
         "SELECT c.id, c.message_id, c.chunk_index, c.start_char, c.end_char FROM chunks c WHERE c.space_id = ? "
         "AND c.message_id IN (SELECT value FROM json_each(?)) ORDER BY c.message_id, c.chunk_index",
         (space_id, ids)).fetchall()
-    found = ivf.vectors_of(conn, space_id, [r[0] for r in rows], locator) if rows else {}
-    for chunk_id, message_id, index, start, end in rows:
-        if chunk_id in found:
-            out.setdefault(message_id, []).append(Chunk(index, start, end, found[chunk_id]))
-    return out
+    return _by_message(rows, ivf.vectors_of(conn, space_id, [r[0] for r in rows], locator) if rows else {})
 
 
 def read_ahead(conn, space_id, first, limit, locator=None):
@@ -218,11 +213,17 @@ def read_ahead(conn, space_id, first, limit, locator=None):
             last = rows[-1][1] - 1   # the last message's chunks may go on past the limit
             rows = [r for r in rows if r[1] <= last]
         found = ivf.vectors_of(conn, space_id, [r[0] for r in rows], locator) if rows else {}
+    return _by_message(rows, found), last
+
+
+def _by_message(rows, found):
+    """``{message_id: [Chunk]}`` of chunk rows ``(id, message id, index, start, end)`` whose vector is in
+    ``found`` (``{chunk id: vector}``)."""
     out = {}
     for chunk_id, message_id, index, start, end in rows:
         if chunk_id in found:
             out.setdefault(message_id, []).append(Chunk(index, start, end, found[chunk_id]))
-    return out, last
+    return out
 
 
 _UNEMBEDDED = """FROM messages m WHERE m.synced = 1 AND m.copy = 0 AND m.id > ? AND trim(m.content, ' 	

@@ -512,8 +512,8 @@ class Syncer:
         if self.store is None:
             return
         self._note_keyed_redaction()
-        backlog = outbox.pending_raw_line_count(self.journal.conn, redactpool.POOL_MIN)
         conn = self.journal.conn
+        backlog = outbox.pending_raw_line_count(conn, redactpool.POOL_MIN)
         with redactpool.Redactor(self.redact, backlog) as redactor:   # a big backlog: on every core
             rows = outbox.raw_line_rows(conn, self.batch_size)
             work = redactor.start([row[5] for row in rows])

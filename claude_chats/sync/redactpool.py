@@ -48,7 +48,6 @@ class Redactor:
     between); ``close()``. ``redact`` None: the lines packed only."""
 
     def __init__(self, redact, backlog=0, workers=None):
-        self.redact = redact
         self.clean = None if redact is None else rawlines.remembering(redact)
         self.pool, self.workers, self.note = None, 0, None
         count = workers_for() if workers is None else workers
