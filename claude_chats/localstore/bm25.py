@@ -18,6 +18,7 @@ from . import ftsparts
 
 FUNCTION = "chats_bm25"
 K1, B = 1.2, 0.75
+COUNTS_KEPT = 10_000   # phrase counts kept for one state of the journal, at most
 
 
 def phrases(match):
@@ -45,6 +46,7 @@ class Ranker:
         self.idf, self.avgdl = None, 1.0
         self._registered = False
         self._prepared = None   # what the statistics are of: the expression, the tables, the journal's state
+        self._state, self._counts = None, {}   # {phrase: messages holding it} in that state (``counted``)
 
     def prepare(self, match, names):
         """Statistics of ``match`` over the tables ``names``: the rows, tokens, and messages holding each
@@ -52,8 +54,8 @@ class Ranker:
         if len(names) == 1:
             self.idf = None
             return
-        key = (match, tuple(names), self.conn.execute("PRAGMA data_version").fetchall()[0][0],
-               self.conn.total_changes())
+        counts = self._in_state(names)
+        key = (match, self._state)
         if key == self._prepared:
             return
         if not self._registered:
@@ -66,11 +68,28 @@ class Ranker:
         self.avgdl = tokens / rows if rows else 1.0
         self.idf = []
         for phrase in phrases(match):
-            hits = sum(self.conn.execute(f"SELECT count(*) FROM {n} WHERE {n} MATCH ?", (phrase,)).fetchall()[0][0]
-                       for n in names)
+            hits = counts.get(phrase)
+            if hits is None:
+                hits = counts[phrase] = sum(
+                    self.conn.execute(f"SELECT count(*) FROM {n} WHERE {n} MATCH ?", (phrase,)).fetchall()[0][0]
+                    for n in names)
             idf = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows else 0.0
             self.idf.append(idf if idf > 0.0 else 1e-6)
         self._prepared = key
+
+    def counted(self, found, names):
+        """``found``: {phrase: messages holding it over the tables ``names``}, counted exactly by the caller
+        in the journal's present state (the search's ``selective`` counts its words): ``prepare`` takes
+        them rather than counting again (at a million messages in 17 tables, 9 ms of a 39 ms full-text
+        search was counting)."""
+        self._in_state(names).update(found)
+
+    def _in_state(self, names):
+        """The phrase counts of the journal's present state over ``names`` (forgotten when either changes)."""
+        state = (tuple(names), self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes())
+        if state != self._state or len(self._counts) > COUNTS_KEPT:
+            self._state, self._counts = state, {}
+        return self._counts
 
     def score(self, table):
         """The SQL expression ranking a row of ``table`` (lower is better, as ``rank``)."""

@@ -381,13 +381,16 @@ class Reader:
         self.cents = None
         self.dims = None
         self.whole = False
+        self.size = 0        # vectors in the index (live or dead), as of ``version``
         self._codes = None   # a list's codes (``_buffer``)
 
     def refresh(self, version):
-        """Read the dimensions and centroids again when the journal changed (``version``) or when unknown."""
+        """Read the dimensions, centroids and size again when the journal changed (``version``) or when
+        unknown. (The size took 1.5 ms of each search at 1M: a sum over the lists and a count of the tail.)"""
         if self.dims is None or version is None or version != self.version:
             self.dims = _dims(self.conn, self.space_id)
             self.cents = centroids(self.conn, self.space_id)
+            self.size = sum(counts(self.conn, self.space_id))
             self.version = version
 
     def nearest(self, query, count, version=None, widen=1):
@@ -456,17 +459,13 @@ class Reader:
     def _probe(self, q, widen=1):
         if self.cents is None:
             return None
-        size = self._size()
+        size = self.size
         per_list = max(1.0, size / len(self.cents))
         scan = self.scan if self.scan is not None else min(SCAN_TARGET, max(SCAN_MIN, SCAN_SHARE * size))
         nprobe = int(min(len(self.cents), widen * max(MIN_PROBE, np.ceil(scan / per_list))))
         if nprobe >= len(self.cents):
             return None
         return np.argpartition(-(self.cents @ q), nprobe - 1)[:nprobe]
-
-    def _size(self):
-        listed, tail = counts(self.conn, self.space_id)
-        return listed + tail
 
     def _fine(self, pick, ids, lists, slots):
         """The fine codes of the candidates at ``pick``: the tail's in one query, the lists' slot by slot."""

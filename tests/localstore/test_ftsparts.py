@@ -4,6 +4,7 @@ a part left empty goes, a kill -9 mid-split keeps every message in exactly one t
 a journal's whole index from before the parts, and doctor checks and rebuilds the parts."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from claude_chats.faults import ENV
 from claude_chats.localstore import bm25, fts, ftsparts
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
-from claude_chats.search.core import Filters
+from claude_chats.search.core import Filters, Plan
 from tests.support import ROOT
 from tests.support.stand_ins import chats, line, write
 
@@ -95,6 +96,45 @@ def test_over_parts_every_message_scores_what_bm25_gives_it_in_one_table(tmp_pat
                 native = dict(conn.execute(f"SELECT rowid, bm25({n}) FROM {n} WHERE {n} MATCH ?", (m,)).fetchall())
                 assert set(native) <= set(one[m])
             assert parts == one[m], m      # the same floats, message by message
+
+
+def test_an_any_word_search_over_parts_scores_with_the_counts_it_chose_its_words_by(tmp_path):
+    """The words' counts ``selective`` chooses by are the ranker's too (not counted twice): below the cap
+    they read every table, so the scores are still one table's; a word over the cap is left out."""
+    import_sessions(tmp_path, [70, 45, 90, 30])
+    with Journal.open() as journal:
+        conn = journal.conn
+        chosen = '"step3" OR "item7"'   # "retry" (a third of the lines) is over a cap of 60
+        one = dict(conn.execute("SELECT rowid, -bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH ?",
+                                (chosen,)).fetchall())
+        assert 10 < len(one) < 60
+        split_into_parts(conn, 40)
+        search = LocalSearch(journal, match_rows=60)
+        plan = Plan("retry step3 item7", ("fulltext",), Filters(), match="any", candidates=10_000, neighbours=0)
+        found = {c.key: c.scores["fulltext"] for c in search.fulltext(plan)}
+        assert found == one        # the same messages and floats as one table ranks the chosen words
+        names = ftsparts.tables(conn)
+        assert search._ranker._in_state(names) == {
+            '"step3"': conn.execute("SELECT count(*) FROM messages WHERE content || ' ' LIKE '% step3 %'").fetchall()[0][0],
+            '"item7"': conn.execute("SELECT count(*) FROM messages WHERE content || ' ' LIKE '% item7 %'").fetchall()[0][0]}
+
+
+def test_phrase_counts_given_for_one_state_of_the_journal_are_forgotten_when_it_changes(tmp_path):
+    import_sessions(tmp_path, [70, 45])
+    with Journal.open() as journal:
+        conn = journal.conn
+        names = split_into_parts(conn, 40)
+        ranker = bm25.Ranker(conn)
+        ranker.counted({'"retry"': 1}, ftsparts.tables(conn))
+        ranker.prepare('"retry"', ftsparts.tables(conn))
+        taken = ranker.idf
+        write(tmp_path / "claude" / "projects" / "-work-proj" / "sess-late.jsonl", session_rows("sess-late", 3))
+        chats("import")   # another process's commit
+        ranker.prepare('"retry"', ftsparts.tables(conn))
+        rows = sum(ftsparts.rows(conn, n) for n in ftsparts.tables(conn))
+        hits = conn.execute("SELECT count(*) FROM messages WHERE content LIKE '% retry %'").fetchall()[0][0]
+        assert taken != ranker.idf and hits > 1 and len(names) == 3
+        assert ranker.idf == [math.log((rows - hits + 0.5) / (hits + 0.5))]
 
 
 def test_full_text_over_parts_ranks_the_matches_one_table_ranks(tmp_path):
