@@ -14,6 +14,8 @@ The phrases are read from the MATCH expression: the search builds them all as qu
 
 import math
 
+import apsw
+
 from . import ftsparts
 
 FUNCTION = "chats_bm25"
@@ -47,6 +49,7 @@ class Ranker:
         self._registered = False
         self._prepared = None   # what the statistics are of: the expression, the tables, the journal's state
         self._state, self._counts = None, {}   # {phrase: messages holding it} in that state (``counted``)
+        self._tokenizer, self._vocabularies = None, set()   # (``_count``)
 
     def prepare(self, match, names):
         """Statistics of ``match`` over the tables ``names``: the rows, tokens, and messages holding each
@@ -70,9 +73,7 @@ class Ranker:
         for phrase in phrases(match):
             hits = counts.get(phrase)
             if hits is None:
-                hits = counts[phrase] = sum(
-                    self.conn.execute(f"SELECT count(*) FROM {n} WHERE {n} MATCH ?", (phrase,)).fetchall()[0][0]
-                    for n in names)
+                hits = counts[phrase] = self._count(phrase, names)
             idf = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows else 0.0
             self.idf.append(idf if idf > 0.0 else 1e-6)
         self._prepared = key
@@ -90,6 +91,35 @@ class Ranker:
         if state != self._state or len(self._counts) > COUNTS_KEPT:
             self._state, self._counts = state, {}
         return self._counts
+
+    def _count(self, phrase, names):
+        """Messages holding ``phrase`` in the tables ``names``: a phrase of one token from each table's
+        vocabulary (FTS5's ``fts5vocab``, 'row': the same count, read from the token's list without a
+        step per message; "error", in 360k of 1M messages: 34 ms against 157 ms matched), else matched."""
+        token = self._token(phrase)
+        if token is not None:
+            try:
+                return sum(self._documents(name, token) for name in names)
+            except apsw.Error:   # a table gone under its vocabulary: matched below, the vocabularies made again
+                self._vocabularies = set()
+        return sum(self.conn.execute(f"SELECT count(*) FROM {n} WHERE {n} MATCH ?", (phrase,)).fetchall()[0][0]
+                   for n in names)
+
+    def _token(self, phrase):
+        """The one token FTS5 reads a quoted phrase as, or None (no token, or more than one)."""
+        if self._tokenizer is None:
+            name, *args = ftsparts.TOKENIZE.split()
+            self._tokenizer = self.conn.fts5_tokenizer(name, args)
+        found = self._tokenizer(phrase[1:-1].replace('""', '"').encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
+        return found[0][2] if len(found) == 1 and len(found[0]) == 3 else None
+
+    def _documents(self, name, token):
+        vocabulary = f"chats_vocabulary_{name}"   # ``name``: one of ``ftsparts.tables``, checked there
+        if name not in self._vocabularies:
+            self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocabulary} USING fts5vocab(main, {name}, 'row')")
+            self._vocabularies.add(name)
+        found = self.conn.execute(f"SELECT doc FROM temp.{vocabulary} WHERE term = ?", (token,)).fetchall()
+        return found[0][0] if found else 0
 
     def score(self, table):
         """The SQL expression ranking a row of ``table`` (lower is better, as ``rank``)."""

@@ -29,8 +29,9 @@ HEAD = "messages_fts"
 PART_ROWS = 65_536    # a part's size when sealed: `optimize` of 65,536 messages ~1 s here (a 32,768-message
 #   part of the scale corpus: 0.44 s; scripts/bench_purge.py), and ~16 tables at a million messages
 SPLIT_ABOVE = 2 * PART_ROWS   # a sealed part bigger than this is split (``maintain``)
+TOKENIZE = "porter unicode61 remove_diacritics 2"   # the head's too (journal migration 0001)
 CREATE = ("CREATE VIRTUAL TABLE {name} USING fts5(content, content='messages', content_rowid='id', "
-          "tokenize='porter unicode61 remove_diacritics 2')")
+          f"tokenize='{TOKENIZE}')")
 SHADOWS = ("data", "idx", "docsize", "config")
 PREFIX = "messages_fts_"   # a part: this and 8 digits (no `re`: the hook imports this module)
 STEP = 1000          # between the numbers of two seals: room for the parts of a split

@@ -396,6 +396,7 @@ def _recall_hints(conn, prompt, session_id, strength):
     match = " OR ".join(_quote(t) for t in probed)
     names = ftsparts.tables(conn)
     ranker = bm25.Ranker(conn)
+    ranker.counted({_quote(t): c for t, c in zip(terms, counts) if c <= MATCH_ROWS}, names)   # exact: not capped
     ranker.prepare(match, names)    # scores as one table gives them, whatever the parts
     current = session_id or ""
     rows = conn.execute(

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from claude_chats import paths
 from claude_chats.cli import main
 from claude_chats.faults import ENV
-from claude_chats.localstore import bm25, fts, ftsparts
+from claude_chats.localstore import bm25, fts, ftsparts, recall
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.core import Filters, Plan
@@ -135,6 +135,59 @@ def test_phrase_counts_given_for_one_state_of_the_journal_are_forgotten_when_it_
         hits = conn.execute("SELECT count(*) FROM messages WHERE content LIKE '% retry %'").fetchall()[0][0]
         assert taken != ranker.idf and hits > 1 and len(names) == 3
         assert ranker.idf == [math.log((rows - hits + 0.5) / (hits + 0.5))]
+
+
+WORDS = ["retry", "Retrying", "café", "CAFE", "naïve", "parse_config", "step3", "zz", "x\"y", "don't",
+         "über", "日本語", "deploy pipeline", "", "-", "item1", "nowhereword"]
+
+
+def test_a_phrase_counted_from_the_vocabularies_is_counted_as_matching_counts_it(tmp_path):
+    """One token: from each table's fts5vocab; more or none: matched. The same count either way, before and
+    after a seal renames the head (a vocabulary names its table, not what it was)."""
+    import random
+    rng = random.Random(7)
+    alphabet = "aeiouxyzCAFÉéïü_-'\" 日本0123"
+    words = WORDS + ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(150)]
+    texts = ["retry café naïve parse_config step3", "Retrying CAFE über x\"y don't aé", "日本語 item1 deploy pipeline"]
+    write(tmp_path / "claude" / "projects" / "-work-proj" / "sess-vocab.jsonl",
+          [line("user", f"{texts[i % 3]} {words[i + len(WORDS)]} n{i}", "sess-vocab", i) for i in range(60)])
+    chats("import")
+    with Journal.open() as journal:
+        conn = journal.conn
+        split_into_parts(conn, 25)
+        for round_ in range(2):
+            names = ftsparts.tables(conn)
+            ranker = bm25.Ranker(conn)
+            found = 0
+            for w in words:
+                phrase = fts.quote(w)
+                matched = sum(conn.execute(f"SELECT count(*) FROM {n} WHERE {n} MATCH ?", (phrase,)).fetchall()[0][0]
+                              for n in names)
+                assert ranker._count(phrase, names) == matched, phrase
+                found += matched > 0
+            assert found > 40 and len(ranker._vocabularies) == len(names)
+            write(tmp_path / "claude" / "projects" / "-work-proj" / f"sess-late{round_}.jsonl",
+                  [line("user", f"retry café über {i}", f"sess-late{round_}", i) for i in range(5)])
+            chats("import")
+            assert ftsparts.seal(conn, at_least=1) is not None
+
+
+def test_the_hooks_hints_over_parts_score_as_over_one_table(tmp_path):
+    """The prompt's words are counted once (``selective``'s counts reach the ranker): every hint scores what
+    one table gives its message."""
+    sessions = import_sessions(tmp_path, [40, 35, 50, 30], marks={1: "quokka", 3: "quokka"})
+    prompt = "quokka retry step3 deploy"
+    with Journal.open() as journal:
+        conn = journal.conn
+        one = {(s, q): round(-score, 2) for s, q, score in conn.execute(
+            "SELECT m.session_id, m.seq, bm25(messages_fts) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ?", ('"quokka" OR "retry" OR "step3" OR "deploy"',))}
+        split_into_parts(conn, 30)
+        assert len(ftsparts.tables(conn)) > 3
+        hints = recall.recall_hints(conn, prompt, "sess-now", strength=0.01)
+        assert len(hints) >= 2 and {h["session_id"] for h in hints} <= set(sessions)
+        assert hints[0]["score"] == max(one.values())
+        assert all(h["score"] == one[(h["session_id"], h["seq"])] for h in hints)
 
 
 def test_full_text_over_parts_ranks_the_matches_one_table_ranks(tmp_path):
