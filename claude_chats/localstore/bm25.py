@@ -46,6 +46,7 @@ class Ranker:
     def __init__(self, conn):
         self.conn = conn
         self.idf, self.avgdl = None, 1.0
+        self.hits = []   # messages holding each phrase of the expression prepared, over every table
         self._registered = False
         self._prepared = None   # what the statistics are of: the expression, the tables, the journal's state
         self._state, self._counts = None, {}   # {phrase: messages holding it} in that state (``counted``)
@@ -69,14 +70,28 @@ class Ranker:
             r, t = ftsparts.totals(self.conn, name)
             rows, tokens = rows + r, tokens + t
         self.avgdl = tokens / rows if rows else 1.0
-        self.idf = []
+        self.idf, self.hits = [], []
         for phrase in phrases(match):
             hits = counts.get(phrase)
             if hits is None:
                 hits = counts[phrase] = self._count(phrase, names)
+            self.hits.append(hits)
             idf = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows else 0.0
             self.idf.append(idf if idf > 0.0 else 1e-6)
         self._prepared = key
+
+    def most(self, match, names):
+        """At most how many messages ``match`` matches over ``names``, from its phrases' counts (``prepare``
+        has them): their sum when OR alone joins them, the least when AND does (written or implied), a
+        lone phrase's count; None for any other expression, and over one table (``bm25()`` counts there)."""
+        found, rest = phrases(match), match
+        for phrase in found:
+            rest = rest.replace(phrase, " ", 1)   # in order: what is left is what joins them
+        joins = set(rest.split())
+        if not found or len(names) == 1 or not (joins <= {"OR"} or joins <= {"AND"}):
+            return None
+        self.prepare(match, names)
+        return sum(self.hits) if "OR" in joins else min(self.hits)
 
     def counted(self, found, names):
         """``found``: {phrase: messages holding it over the tables ``names``}, counted exactly by the caller

@@ -251,9 +251,15 @@ class LocalSearch:
 
     def _newest(self, match, n):
         """[(table, lowest id)] holding the ``n`` newest matches of ``match``, newest table first, and
-        whether there were ``n`` (else every table that holds a match, whole)."""
+        whether there were ``n`` (else every table that holds a match, whole). Fewer than ``n`` matches by
+        their words' counts (an any-word search's rarest words are at most ``MATCH_ROWS``): every table,
+        whole, without counting each one's matches (a fifth of a full-text search over 17 tables)."""
+        names = ftsparts.tables(self.conn)
+        most = self._ranker.most(match, names)
+        if most is not None and most < n:
+            return ([(table, 0) for table in names] if most else []), False
         cut = []
-        for table in ftsparts.tables(self.conn):
+        for table in names:
             found = self.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? "
                                       f"LIMIT ?)", (match, n)).fetchall()[0][0]
             if found < n:

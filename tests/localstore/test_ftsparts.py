@@ -190,6 +190,31 @@ def test_the_hooks_hints_over_parts_score_as_over_one_table(tmp_path):
         assert all(h["score"] == one[(h["session_id"], h["seq"])] for h in hints)
 
 
+def test_the_most_an_expression_can_match_bounds_what_it_matches(tmp_path):
+    """``Ranker.most``: the sum of its phrases' counts joined by OR, the least joined by AND (or nothing), else
+    None; never fewer than the expression matches (a search then skips counting each table's matches)."""
+    import_sessions(tmp_path, [70, 45, 90])
+    with Journal.open() as journal:
+        conn = journal.conn
+        assert bm25.Ranker(conn).most('"retry"', ftsparts.tables(conn)) is None   # one table: bm25() counts
+        names = split_into_parts(conn, 40)
+        ranker = bm25.Ranker(conn)
+
+        def matched(m):
+            return sum(conn.execute(f"SELECT count(*) FROM {n} WHERE {n} MATCH ?", (m,)).fetchall()[0][0]
+                       for n in ftsparts.tables(conn))
+        retry, step3, item7 = matched('"retry"'), matched('"step3"'), matched('"item7"')
+        assert len(names) > 3 and 0 < item7 < step3 < retry
+        expected = {'"retry"': retry, '"step3" OR "item7"': step3 + item7, '"retry" AND "step3"': step3,
+                    '"retry" "item7"': item7, '"step3" OR "nowhereword"': step3, '"nowhereword"': 0,
+                    '"a ""OR"" b" OR "retry"': retry + matched('"a ""OR"" b"'),
+                    '"retry" NOT "step3"': None, '("retry" OR "step3") AND "item7"': None,
+                    '"retry" OR "step3" AND "item7"': None, 'NEAR("retry" "step3")': None, '"retr" *': None}
+        for m, most in expected.items():
+            assert ranker.most(m, ftsparts.tables(conn)) == most, m
+            assert most is None or most >= matched(m), m
+
+
 def test_full_text_over_parts_ranks_the_matches_one_table_ranks(tmp_path):
     import_sessions(tmp_path, [60, 45, 80, 30, 55])
     with Journal.open() as journal:
