@@ -10,7 +10,8 @@ journal not yet marked; for a backfill, its vectors not yet kept locally); and o
 --postgres``: ``mid-rewrite`` (a batch's rows updated, not committed) and ``after-rewrite``
 (committed, the next batch and the scrub not run); of the journal's vector index (``localstore.ivf``):
 ``mid-retrain`` (a batch copied into the shadow lists, not swapped in) and ``mid-fold`` (a list rewritten,
-the others not).
+the others not); of the journal's free pages given back (``db.reclaim``): ``mid-reclaim`` (a step's pages
+moved, not committed).
 Unset (always, outside tests) this costs one dict lookup.
 """
 

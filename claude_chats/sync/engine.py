@@ -22,6 +22,7 @@ import psycopg
 from .. import faults
 from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMismatchError
 from ..localstore import ftsparts, outbox, vectors
+from ..localstore.db import reclaim
 from ..models import canary_vector, check_canary, recipe_of
 from ..models.recipe import embed_messages
 from ..pgstore import rewrite
@@ -112,6 +113,7 @@ class SyncReport:
     text_index_rebuilt: bool = False  # the full-text index, likewise
     index_seconds: float = 0.0   # of ``seconds``: (re)building and analysing those indexes
     fts_moved: int = 0           # messages moved into parts of the journal's full-text index (``ftsparts``)
+    reclaimed: int = 0           # bytes of free pages given back to the file system (``db.reclaim``)
     seconds: float = 0.0
 
     @property
@@ -137,6 +139,18 @@ def keep_fts_parts(journal, report, say=None):
         report.fts_moved = ftsparts.maintain(journal.conn, step)
     except Exception as exc:  # noqa: BLE001 - the index stays as it was: search and purge still work
         report.errors.append(f"keeping the full-text index in parts: {type(exc).__name__}: {exc}")
+
+
+def give_back_space(journal, report, say=None):
+    """The journal's free pages given back at the end of every sync (``db.reclaim``), a step at a time
+    (``say(text)`` after each)."""
+    def step(done, free):
+        if say:
+            say(f"journal: {done / 1e6:,.0f}/{free / 1e6:,.0f} MB of free pages given back")
+    try:
+        report.reclaimed = reclaim(journal.conn, step)
+    except Exception as exc:  # noqa: BLE001 - the pages stay free and are used again: nothing is lost
+        report.errors.append(f"giving the journal's free pages back: {type(exc).__name__}: {exc}")
 
 
 class Syncer:
@@ -195,6 +209,7 @@ class Syncer:
             self._close(started)
             raise
         keep_fts_parts(self.journal, self.report, self._say)   # also when the model or Postgres failed
+        give_back_space(self.journal, self.report, self._say)
         if deferred and not finished and self.report.postgres == "ok":
             self._rebuild_after_failure()
         self._close(started)

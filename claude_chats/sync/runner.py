@@ -17,8 +17,8 @@ from ..models import is_remote
 from ..purge import sync_purges
 from ..redact import redact as redact_text
 from ..stores import open_embedder, open_store
-from .engine import (DEFAULT_BATCH, DEFAULT_INDEX_KIND, DEFAULT_WORKERS, Syncer, SyncReport, keep_fts_parts,
-                     record)
+from .engine import (DEFAULT_BATCH, DEFAULT_INDEX_KIND, DEFAULT_WORKERS, Syncer, SyncReport, give_back_space,
+                     keep_fts_parts, record)
 from .lock import SyncLock
 
 
@@ -118,5 +118,6 @@ def _failed(journal, error, unreachable=None, store=None, clean=None):
         except Exception as exc:  # noqa: BLE001 - psycopg's errors; reported, with the password scrubbed
             report.errors.append(store.describe_error(exc))
     keep_fts_parts(journal, report)
+    give_back_space(journal, report)
     record(journal, report)
     return report
