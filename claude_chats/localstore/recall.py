@@ -405,7 +405,7 @@ def _recall_hints(conn, prompt, session_id, strength):
         f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "
         f"AND m.session_id != ? "
-        f"AND coalesce(s.parent_session_id, '') != ? ORDER BY f.rank LIMIT 40",
+        f"AND s.parent_session_id IS NOT ? ORDER BY f.rank LIMIT 40",   # (no session: '' names none)
         (*[match] * len(names), *HINT_KINDS, current, current)).fetchall()
     hints, sessions = [], set()
     for session, seq, score, content, name, last_at in rows:

@@ -188,6 +188,9 @@ def test_the_hooks_hints_over_parts_score_as_over_one_table(tmp_path):
         assert len(hints) >= 2 and {h["session_id"] for h in hints} <= set(sessions)
         assert hints[0]["score"] == max(one.values())
         assert all(h["score"] == one[(h["session_id"], h["seq"])] for h in hints)
+        # without a current session (a library call) the same hints: none of them is left out
+        assert recall.recall_hints(conn, prompt, None, strength=0.01) == hints
+        assert sessions[1] not in {h["session_id"] for h in recall.recall_hints(conn, prompt, sessions[1], strength=0.01)}
 
 
 def test_the_most_an_expression_can_match_bounds_what_it_matches(tmp_path):
