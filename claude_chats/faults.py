@@ -16,7 +16,6 @@ Unset (always, outside tests) this costs one dict lookup.
 """
 
 import os
-import signal
 
 ENV = "CLAUDE_CHATS_SYNC_DIE_AT"
 _reached = {}
@@ -31,4 +30,6 @@ def point(name):
         return
     _reached[name] = _reached.get(name, 0) + 1
     if _reached[name] == int(nth or 1):
+        import signal   # here: `signal` imports `enum`, 2-3 ms the hook (which reaches ftsparts) would pay
+
         os.kill(os.getpid(), signal.SIGKILL)

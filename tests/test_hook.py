@@ -144,9 +144,26 @@ def test_hook_import_path_stays_minimal(tmp_path):
     assert "claude_chats.localstore.writer" in loaded
     forbidden = {"json", "numpy", "psycopg", "pgvector", "llama_cpp", "fastmcp", "mcp", "boto3", "botocore", "httpx",
                  "openai", "sqlite_vec", "platformdirs", "click", "rich", "dataclasses", "logging", "tomllib",
-                 "claude_chats.models", "claude_chats.mcp", "claude_chats.cli", "claude_chats.config"}
+                 "claude_chats.models", "claude_chats.mcp", "claude_chats.cli", "claude_chats.config",
+                 "signal", "enum"}   # enum: 2-3 ms (faults imports signal only to kill)
     assert not (loaded & forbidden), loaded & forbidden
     assert len(stored()) == 2
+
+
+def test_a_prompts_recall_hints_import_nothing_heavy(tmp_path):
+    """The hints' path (full text over the index's parts, its ranker) stays light too: ``faults`` is on it
+    (through ``ftsparts``) and imported ``signal``, and with it ``enum`` (2-3 ms a prompt)."""
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(*lines.conversation(6)))
+    run_hook(payload(path))
+    prompt = {**payload(path, session="sess-2", event="UserPromptSubmit"),
+              "prompt": "why does the build fail when the tests of the parser run"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "claude_chats.hook"],
+                          input=json.dumps(prompt).encode(), capture_output=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line}
+    assert {"claude_chats.localstore.recall", "claude_chats.localstore.ftsparts", "claude_chats.faults"} <= loaded
+    assert not (loaded & {"signal", "enum", "json", "re", "numpy", "logging", "dataclasses"}), loaded
 
 
 def test_journal_files_are_owner_only(tmp_path):

@@ -182,7 +182,7 @@ def test_the_hook_imports_no_more_than_its_path(tmp_path):
     ours = {name for name in imported if name.startswith("claude_chats")}
     assert ours - HOOK_PATH == set()
     assert {"claude_chats.localstore.writer", "claude_chats.transcript"} <= ours
-    heavy = {"json", "re", "zlib", "numpy", "psycopg", "fastmcp", "sqlite_vec", "tomllib", "llama_cpp"}
+    heavy = {"json", "re", "zlib", "numpy", "psycopg", "fastmcp", "sqlite_vec", "tomllib", "llama_cpp", "enum", "signal"}
     assert heavy & imported == set()
 
 
