@@ -22,9 +22,9 @@ RECLAIM_STEP = 4096       # pages a transaction gives back: the hook waits for n
 def reclaim(conn, done=None):
     """Give the journal's free pages back to the file system (``PRAGMA incremental_vacuum``), a short
     transaction at a time (``done(bytes so far, bytes free before)`` after each), when more than
-    ``RECLAIM_MIN`` bytes are free; the bytes given back. A journal made since 16 KB pages is
-    ``auto_vacuum = INCREMENTAL``; one made before (no auto-vacuum: it would take a whole ``VACUUM``)
-    keeps its free pages for its own later rows. What frees pages in bulk is ``chats sync``: the
+    ``RECLAIM_MIN`` bytes are free; the bytes given back. A journal made since 2026-12-05 is
+    ``auto_vacuum = INCREMENTAL`` (``connect``); one made before (no auto-vacuum: turning it on takes a
+    whole ``VACUUM``) keeps its free pages for its own later rows. What frees pages in bulk is ``chats sync``: the
     vector index's lists rebuilt in a new table and swapped in, the folded tail (at a million
     messages, 680 MB free after the sync that built the journal: 13 % of the file)."""
     if conn.execute("PRAGMA auto_vacuum").fetchall()[0][0] != 2:
