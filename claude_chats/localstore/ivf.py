@@ -8,17 +8,18 @@ loaded per process (the in-memory index it replaces read every vector of the spa
 Tables of space ``n`` (created with the space, see ``vectors``):
 
 * ``ivf_<n>_lists(list, ids, scales, codes, fine)``: one row per list; blobs of its chunk ids
-  (int64, 0 = a deleted slot), scales (float32), coarse codes and fine codes (int8, ``d`` each).
+  (int64, 0 = a deleted slot), scales (float32), coarse codes (int8, ``d`` each) and fine codes
+  (``codes.Codec``: ``d / 2`` bytes each, ``d`` in an index made before 2026-12-05).
 * ``ivf_<n>_tail(id, list, scale, codes, fine)``: chunks added since the lists were last
   rewritten, one row each (``chats sync`` appends here; ``maintain`` folds it into the lists).
-* ``ivf_<n>_meta(key, value)``: the centroids (float32) and the count they were trained at.
+* ``ivf_<n>_meta(key, value)``: the centroids (float32), the count they were trained at, the
+  dimensions and the fine codes' format (``fine_bits``).
 * ``ivf_<n>_dead(id)``: chunks deleted whose bytes may still be in a list's blobs (a trigger on
   ``chunks`` fills it; ``zero_dead`` overwrites their slots with zeros, in place).
 
-A vector ``x`` is stored as ``s, c, f`` with ``s = max|x| / 127``, ``c = round(x / s)`` and
-``f = round((x / s - c) * 254)``: ``s * (c + f / 254)`` is within ``s / 508`` of every component
-(about 4e-6 for a unit MiniLM vector, finer than float16), in 2 x ``d`` + 12 bytes. The probed
-lists are scanned by the coarse codes, the best candidates re-ranked by the fine ones.
+A vector is stored as a scale, coarse codes and fine codes (``codes``: 1.5 x ``d`` + 12 bytes,
+within ``s / 32`` of every component). The probed lists are scanned by the coarse codes, the best
+candidates re-ranked by the fine ones.
 
 Every change is a short SQLite transaction (the hook waits for none longer than one list's
 rewrite), so a kill at any moment leaves either the old or the new state; a retrain builds its
@@ -31,6 +32,7 @@ import apsw
 import numpy as np
 
 from .. import faults
+from .codes import FINE_BITS, Codec
 from .db import Snapshot
 
 TRAIN_AT = 16_384        # chunks from which the space gets k-means lists (below: one list, scanned whole)
@@ -95,19 +97,11 @@ def _create_scan_index(conn, t):
     conn.execute(f"CREATE INDEX IF NOT EXISTS {t['tail']}_scan ON {t['tail']}(list, id, scale, codes)")
 
 
-def encode(vectors):
-    """``(scales, codes, fine)`` of float vectors (one per row)."""
-    x = np.asarray(vectors, dtype=np.float32)
-    top = np.abs(x).max(axis=1) if len(x) else np.zeros(0, np.float32)
-    scales = np.where(top > 0, top / 127, 1).astype(np.float32)
-    ratio = x / scales[:, None]
-    codes = np.clip(np.rint(ratio), -127, 127)
-    fine = np.clip(np.rint((ratio - codes) * 254), -127, 127)
-    return scales, codes.astype(np.int8), fine.astype(np.int8)
-
-
-def decode(scales, codes, fine):
-    return (codes.astype(np.float32) + fine.astype(np.float32) / 254) * np.asarray(scales, np.float32)[:, None]
+def codec(conn, space_id):
+    """The ``Codec`` of the space's index (its dimensions and its fine codes' format)."""
+    meta = dict(conn.execute(f"SELECT key, value FROM {names(space_id)['meta']} "
+                             f"WHERE key IN ('dimensions', 'fine_bits')").fetchall())
+    return Codec(int(meta["dimensions"]), int(meta.get("fine_bits", 8)))
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -134,7 +128,7 @@ def add(conn, space_id, chunk_ids, vectors):
     if not len(chunk_ids):
         return
     lists = assign(centroids(conn, space_id), vectors)
-    scales, codes, fine = encode(vectors)
+    scales, codes, fine = codec(conn, space_id).encode(vectors)
     conn.executemany(
         f"INSERT OR REPLACE INTO {names(space_id)['tail']}(id, list, scale, codes, fine) VALUES (?, ?, ?, ?, ?)",
         [(int(i), int(l), float(s), c.tobytes(), f.tobytes())
@@ -150,14 +144,14 @@ def zero_dead(conn, space_id):
     dead = np.fromiter((r[0] for r in conn.execute(f"SELECT id FROM {t['dead']}")), np.int64)
     if not len(dead):
         return 0
-    dims = _dims(conn, space_id)
+    form = codec(conn, space_id)
     zeroed = 0
     for lst, ids_blob in conn.execute(f"SELECT list, ids FROM {t['lists']}").fetchall():
         ids = np.frombuffer(ids_blob, np.int64)
         slots = np.flatnonzero(np.isin(ids, dead))
         if not len(slots):
             continue
-        for column, width in (("ids", 8), ("scales", 4), ("codes", dims), ("fine", dims)):
+        for column, width in (("ids", 8), ("scales", 4), ("codes", form.dims), ("fine", form.fine_width)):
             with conn.blob_open("main", t["lists"], column, lst, True) as blob:
                 for slot in slots.tolist():
                     blob.seek(slot * width)
@@ -167,13 +161,15 @@ def zero_dead(conn, space_id):
     return zeroed
 
 
-def _dims(conn, space_id):
-    return int(conn.execute(f"SELECT value FROM {names(space_id)['meta']} WHERE key = 'dimensions'").fetchall()[0][0])
-
-
-def set_dimensions(conn, space_id, dimensions):
-    conn.execute(f"INSERT OR IGNORE INTO {names(space_id)['meta']}(key, value) VALUES ('dimensions', ?)",
-                 (int(dimensions),))
+def set_dimensions(conn, space_id, dimensions, fine_bits=FINE_BITS):
+    """The dimensions and the fine codes' format of an index being made (an index that has its
+    dimensions already keeps them and its format: a conversion run again after a kill)."""
+    meta = names(space_id)["meta"]
+    if conn.execute(f"SELECT 1 FROM {meta} WHERE key = 'dimensions'").fetchall():
+        return
+    Codec(dimensions, fine_bits)   # a format this version reads
+    conn.execute(f"INSERT INTO {meta}(key, value) VALUES ('dimensions', ?), ('fine_bits', ?)",
+                 (int(dimensions), int(fine_bits)))
 
 
 def mark_ready(conn, space_id):
@@ -251,7 +247,7 @@ def fold(conn, space_id, transaction):
 def _every_vector(conn, space_id):
     """``(ids, scales, codes, fine)`` batches of every live vector of the space (lists, then tail)."""
     t = names(space_id)
-    dims = _dims(conn, space_id)
+    form = codec(conn, space_id)
     for (lst,) in conn.execute(f"SELECT list FROM {t['lists']} ORDER BY list").fetchall():
         row = conn.execute(f"SELECT ids, scales, codes, fine FROM {t['lists']} WHERE list = ?", (lst,)).fetchall()
         if not row:
@@ -259,8 +255,8 @@ def _every_vector(conn, space_id):
         ids, scales, codes, fine = row[0]
         ids = np.frombuffer(ids, np.int64)
         live = ids != 0
-        yield (ids[live], np.frombuffer(scales, np.float32)[live],
-               np.frombuffer(codes, np.int8).reshape(-1, dims)[live], np.frombuffer(fine, np.int8).reshape(-1, dims)[live])
+        yield (ids[live], np.frombuffer(scales, np.float32)[live], form.codes_rows(codes)[live],
+               form.fine_rows(fine)[live])
     after = -1
     while True:
         rows = conn.execute(f"SELECT id, scale, codes, fine FROM {t['tail']} WHERE id > ? ORDER BY id LIMIT ?",
@@ -269,8 +265,7 @@ def _every_vector(conn, space_id):
             return
         after = rows[-1][0]
         yield (np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.float32),
-               np.frombuffer(b"".join(r[2] for r in rows), np.int8).reshape(-1, dims),
-               np.frombuffer(b"".join(r[3] for r in rows), np.int8).reshape(-1, dims))
+               form.codes_rows(b"".join(r[2] for r in rows)), form.fine_rows(b"".join(r[3] for r in rows)))
 
 
 def train(sample, nlist, seed=2):
@@ -299,11 +294,12 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
     listed, tail = counts(conn, space_id)
     total = listed + tail
     nlist = nlist or list_count(total)
+    form = codec(conn, space_id)
     rng = np.random.default_rng(1)
     keep = min(1.0, KMEANS_SAMPLE * nlist / max(total, 1))
-    sample = [decode(s[pick], c[pick], f[pick]) for ids, s, c, f in _every_vector(conn, space_id)
+    sample = [form.decode(s[pick], c[pick], f[pick]) for ids, s, c, f in _every_vector(conn, space_id)
               for pick in [rng.random(len(ids)) < keep]]
-    sample = np.concatenate(sample) if sample else np.zeros((0, _dims(conn, space_id)), np.float32)
+    sample = np.concatenate(sample) if sample else np.zeros((0, form.dims), np.float32)
     if len(sample) < nlist:
         return
     sample /= np.maximum(np.linalg.norm(sample, axis=1, keepdims=True), 1e-12)
@@ -312,7 +308,7 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
     ids_seen, lists_seen = [], []
     for ids, scales, codes, fine in _every_vector(conn, space_id):
         ids_seen.append(ids)
-        lists_seen.append(assign(cents, decode(scales, codes, fine)))
+        lists_seen.append(assign(cents, form.decode(scales, codes, fine)))
     ids_seen = np.concatenate(ids_seen) if ids_seen else np.zeros(0, np.int64)
     lists_seen = np.concatenate(lists_seen) if lists_seen else np.zeros(0, np.int64)
     order = np.argsort(ids_seen)
@@ -323,8 +319,7 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
                      f"codes BLOB NOT NULL, fine BLOB NOT NULL)")
     # the new lists written a range at a time, each range gathered by one pass over the old lists: the
     # memory stays at about PASS_BYTES and the disk at twice the index (no copy of every row)
-    per_vector = 2 * _dims(conn, space_id) + 12
-    ranges = max(1, int(np.ceil(len(ids_seen) * per_vector / PASS_BYTES)))
+    ranges = max(1, int(np.ceil(len(ids_seen) * form.per_vector / PASS_BYTES)))
     bounds = np.linspace(0, nlist, ranges + 1).astype(int)
     done = 0
     for first, last in zip(bounds[:-1], bounds[1:]):
@@ -360,10 +355,8 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
         # vectors the tail got meanwhile were assigned to the old centroids: reassign them
         rows = conn.execute(f"SELECT id, scale, codes, fine FROM {t['tail']}").fetchall()
         if rows:
-            dims = cents.shape[1]
-            vectors = decode(np.array([r[1] for r in rows], np.float32),
-                             np.frombuffer(b"".join(r[2] for r in rows), np.int8).reshape(-1, dims),
-                             np.frombuffer(b"".join(r[3] for r in rows), np.int8).reshape(-1, dims))
+            vectors = form.decode(np.array([r[1] for r in rows], np.float32),
+                                  form.codes_rows(b"".join(r[2] for r in rows)), b"".join(r[3] for r in rows))
             conn.executemany(f"UPDATE {t['tail']} SET list = ? WHERE id = ?",
                              [(int(l), int(r[0])) for l, r in zip(assign(cents, vectors), rows)])
         zero_dead(conn, space_id)
@@ -380,6 +373,7 @@ class Reader:
         self.version = None
         self.cents = None
         self.dims = None
+        self.codec = None
         self.whole = False
         self.size = 0        # vectors in the index (live or dead), as of ``version``
         self._codes = None   # a list's codes (``_buffer``)
@@ -388,7 +382,8 @@ class Reader:
         """Read the dimensions, centroids and size again when the journal changed (``version``) or when
         unknown. (The size took 1.5 ms of each search at 1M: a sum over the lists and a count of the tail.)"""
         if self.dims is None or version is None or version != self.version:
-            self.dims = _dims(self.conn, self.space_id)
+            self.codec = codec(self.conn, self.space_id)
+            self.dims = self.codec.dims
             self.cents = centroids(self.conn, self.space_id)
             self.size = sum(counts(self.conn, self.space_id))
             self.version = version
@@ -416,7 +411,7 @@ class Reader:
         if len(pick) > rerank:
             pick = pick[np.argpartition(-coarse[pick], rerank - 1)[:rerank]]
         fine = self._fine(pick, ids, lists, slots)
-        exact = (coarse[pick] + np.einsum("ij,j->i", fine.astype(np.float32), q) * scales[pick] / 254)
+        exact = coarse[pick] + np.einsum("ij,j->i", self.codec.residual(fine), q) * scales[pick]
         order = np.argsort(-exact, kind="stable")[:count]
         return ids[pick[order]], exact[order].astype(np.float32)
 
@@ -469,7 +464,8 @@ class Reader:
 
     def _fine(self, pick, ids, lists, slots):
         """The fine codes of the candidates at ``pick``: the tail's in one query, the lists' slot by slot."""
-        out = np.zeros((len(pick), self.dims), np.int8)
+        width = self.codec.fine_width
+        out = np.zeros((len(pick), width), np.uint8)
         by_list, tail = {}, {}
         for row, position in enumerate(pick.tolist()):
             lst = int(lists[position])
@@ -480,11 +476,11 @@ class Reader:
         if tail:
             for chunk, fine in self.conn.execute(f"SELECT id, fine FROM {self.t['tail']} WHERE id IN "
                                                  f"({','.join(map(str, tail))})"):
-                out[tail[chunk]] = np.frombuffer(fine, np.int8)
+                out[tail[chunk]] = np.frombuffer(fine, np.uint8)
         for lst, wanted in by_list.items():
             with self.conn.blob_open("main", self.t["lists"], "fine", lst, False) as blob:
                 for row, slot in wanted:
-                    blob.seek(slot * self.dims)
+                    blob.seek(slot * width)
                     blob.read_into(out[row])
         return out
 
@@ -496,7 +492,7 @@ def _scores(codes, q, scales):
 
 
 def vectors_of(conn, space_id, chunk_ids, locator=None):
-    """``{chunk id: float32 vector}`` of these chunks (decoded; within ~4e-6 of what was stored).
+    """``{chunk id: float32 vector}`` of these chunks (decoded: within ``Codec.bound`` of what was stored).
 
     ``locator``: a ``Locator`` kept across calls (a sync's batches), so the lists' ids are not read
     again for each; without one, they are read once for this call."""
@@ -505,13 +501,12 @@ def vectors_of(conn, space_id, chunk_ids, locator=None):
     if not len(wanted):
         return {}
     with Snapshot(conn):
-        dims = _dims(conn, space_id)
+        form = codec(conn, space_id)
         out = {}
         rows = conn.execute(f"SELECT id, scale, codes, fine FROM {t['tail']} WHERE id IN "
                             f"({','.join(map(str, wanted.tolist()))})").fetchall()
         for i, s, c, f in rows:
-            out[i] = decode(np.array([s], np.float32), np.frombuffer(c, np.int8)[None, :],
-                            np.frombuffer(f, np.int8)[None, :])[0]
+            out[i] = form.decode(np.array([s], np.float32), form.codes_rows(c), f)[0]
         rest = wanted[~np.isin(wanted, list(out))]
         if not len(rest):
             return out
@@ -519,14 +514,14 @@ def vectors_of(conn, space_id, chunk_ids, locator=None):
         locator = locator or Locator()
         if fresh:
             locator.read(conn, t["lists"])
-        rest = _from_lists(conn, t["lists"], dims, locator, rest, out)
+        rest = _from_lists(conn, t["lists"], form, locator, rest, out)
         if len(rest) and not fresh:   # moved or added since the locator was read: read it again, once
             locator.read(conn, t["lists"])
-            _from_lists(conn, t["lists"], dims, locator, rest, out)
+            _from_lists(conn, t["lists"], form, locator, rest, out)
     return out
 
 
-def _from_lists(conn, table, dims, locator, wanted, out):
+def _from_lists(conn, table, form, locator, wanted, out):
     """Read into ``out`` the ``wanted`` chunks found in the lists where ``locator`` says (the id stored
     at the slot checked first); returns the ids not found so."""
     lists, slots, ids = locator.find(wanted)
@@ -547,16 +542,15 @@ def _from_lists(conn, table, dims, locator, wanted, out):
         if not len(at):
             continue
         parts = {}
-        for column, width in (("scales", 4), ("codes", dims), ("fine", dims)):
+        for column, width in (("scales", 4), ("codes", form.dims), ("fine", form.fine_width)):
             with conn.blob_open("main", table, column, lst, False) as blob:
                 chunks = []
                 for slot in at.tolist():
                     blob.seek(slot * width)
                     chunks.append(blob.read(width))
                 parts[column] = b"".join(chunks)
-        decoded = decode(np.frombuffer(parts["scales"], np.float32),
-                         np.frombuffer(parts["codes"], np.int8).reshape(-1, dims),
-                         np.frombuffer(parts["fine"], np.int8).reshape(-1, dims))
+        decoded = form.decode(np.frombuffer(parts["scales"], np.float32), form.codes_rows(parts["codes"]),
+                              parts["fine"])
         for chunk, vector in zip(expect.tolist(), decoded):
             out[chunk] = vector
     return wanted[~np.isin(wanted, list(out))]

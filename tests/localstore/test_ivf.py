@@ -21,7 +21,7 @@ from claude_chats.models.chunking import Chunk
 from tests.support import ROOT
 from tests.support.fakes import HashEmbedder
 from tests.support.stand_ins import chats
-from tests.support.vectors import stored_codes
+from tests.support.vectors import assert_decoded, similarity_slack, stored_codes
 
 DIMS = 32   # HashEmbedder's space
 
@@ -34,10 +34,14 @@ def clustered(n, seed, dims=DIMS, clusters=24):
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def fill(conn, sessions, per_session, seed=7):
-    """Messages of ``sessions`` with one random vector each in HashEmbedder's space; (space id, {message id: vector})."""
+def fill(conn, sessions, per_session, seed=7, old_codes=False):
+    """Messages of ``sessions`` with one random vector each in HashEmbedder's space; (space id, {message id: vector}).
+    ``old_codes``: the space's index as versions before 2026-12-05 made it (8-bit fine codes, no ``fine_bits``)."""
     provider = HashEmbedder()
     space_id = vectors.ensure_space(conn, provider.space, canary_vector(provider))
+    if old_codes:
+        with conn:
+            conn.execute(f"DELETE FROM ivf_{space_id}_meta WHERE key = 'fine_bits'")
     data = clustered(len(sessions) * per_session, seed)
     out, n = {}, 0
     with conn:
@@ -53,13 +57,13 @@ def fill(conn, sessions, per_session, seed=7):
     return space_id, out
 
 
-def add_late(conn, space_id, session, late):
+def add_late(conn, space_id, session, late, name="late"):
     """Messages added to ``session`` after the lists were trained, one vector each: {message id: vector}."""
     out = {}
     with conn:
         for n, v in enumerate(late):
             conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content) VALUES (?, ?, ?, 'user', "
-                         "'text', 'late')", (f"late-{n}", session, 100_000 + n))
+                         "'text', 'late')", (f"{name}-{n}", session, 100_000 + n))
             out[conn.last_insert_rowid()] = v
             vectors.write_message_vectors(conn, space_id, conn.last_insert_rowid(), [Chunk(0, 0, 4, v)])
     return out
@@ -98,15 +102,15 @@ def test_trained_lists_find_what_brute_force_finds(conn):
         probed_all.append(reader.whole)
         recall.append(len({chunks[i] for i in ids.tolist()} & exact_top(stored, q)) / 10)
         assert np.all(np.diff(sims) <= 1e-7)               # best first
-        np.testing.assert_allclose(sims[0], max(stored[chunks[i]] @ q for i in ids.tolist()), atol=1e-5)
+        np.testing.assert_allclose(sims[0], max(stored[chunks[i]] @ q for i in ids.tolist()),
+                                   atol=similarity_slack(conn, space_id, list(stored.values())))
     assert not any(probed_all)
     assert np.mean(recall) >= 0.98, np.mean(recall)
     # what vectors_of gives back is what was stored, within the codes' bound
     some = list(chunks)[:50]
     back = ivf.vectors_of(conn, space_id, some)
     for chunk in some:
-        want = stored[chunks[chunk]]
-        np.testing.assert_allclose(back[chunk], want, rtol=0, atol=float(np.abs(want).max()) / 64_000)
+        assert_decoded(conn, space_id, back[chunk], stored[chunks[chunk]])
 
 
 def test_tail_folds_into_the_lists_and_deleted_slots_are_zeroed(conn):
@@ -129,6 +133,45 @@ def test_tail_folds_into_the_lists_and_deleted_slots_are_zeroed(conn):
     assert not [c for c in codes if any(c) and c in blobs]
     ids, _ = ivf.Reader(conn, space_id).nearest(stored[gone[0]], 50)
     assert not set(ids.tolist()) & set(gone_chunks)
+
+
+def test_an_index_made_before_keeps_its_eight_bit_codes_through_every_change(conn):
+    """A journal's index made before 4-bit fine codes is read as it was written, and its tail, folds and
+    retrains keep its format: never two formats in one index."""
+    space_id, stored = fill(conn, ["s1", "s2"], 1500, old_codes=True)
+    form = ivf.codec(conn, space_id)
+    assert (form.fine_bits, form.fine_width) == (8, DIMS)
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    stored.update(add_late(conn, space_id, "s2", clustered(300, seed=5)))
+    ivf.fold(conn, space_id, tx(conn))
+    stored.update(add_late(conn, space_id, "s1", clustered(50, seed=6), name="later"))   # left in the tail
+    assert ivf.codec(conn, space_id).fine_bits == 8
+    widths = conn.execute(f"SELECT length(fine) / (length(ids) / 8) FROM ivf_{space_id}_lists").fetchall()
+    assert {w for (w,) in widths} == {DIMS}
+    assert {len(f) for (f,) in conn.execute(f"SELECT fine FROM ivf_{space_id}_tail")} == {DIMS}
+    chunks = chunk_of(conn)
+    back = ivf.vectors_of(conn, space_id, list(chunks))
+    for chunk, message in chunks.items():   # within s / 508: what the old format promised
+        want = stored[message]
+        np.testing.assert_allclose(back[chunk], want, rtol=0, atol=float(np.abs(want).max()) * (1 / (127 * 508) + 1e-6))
+    for q in clustered(10, seed=3):
+        ids, sims = ivf.Reader(conn, space_id, scan=10**9).nearest(q, 10)
+        assert {chunks[i] for i in ids.tolist()} == exact_top(stored, q)
+        np.testing.assert_allclose(sims, [stored[chunks[i]] @ q for i in ids.tolist()],
+                                   atol=similarity_slack(conn, space_id, list(stored.values())))
+
+
+def test_a_new_index_has_four_bit_codes_and_a_made_index_keeps_its_format(conn):
+    space_id, _ = fill(conn, ["s1"], 200)
+    assert ivf.codec(conn, space_id).fine_bits == 4
+    assert {len(f) for (f,) in conn.execute(f"SELECT fine FROM ivf_{space_id}_tail")} == {DIMS // 2}
+    with conn:
+        ivf.set_dimensions(conn, space_id, DIMS, fine_bits=8)      # a conversion run again: nothing changes
+    assert ivf.codec(conn, space_id).fine_bits == 4
+    with conn:
+        conn.execute(f"UPDATE ivf_{space_id}_meta SET value = 2 WHERE key = 'fine_bits'")   # a newer version's
+    with pytest.raises(ValueError, match="2 bits: this version reads 4 or 8"):
+        ivf.Reader(conn, space_id).nearest(clustered(1, seed=1)[0], 5)
 
 
 KILLER = """
@@ -162,8 +205,7 @@ def test_a_locator_kept_across_calls_answers_as_a_fresh_read_after_folds_retrain
     first = same(list(chunks)[:200])
     assert len(first) == 200 and locator.ids is not None
     for chunk in first:   # right vectors, not only the same ones
-        want = stored[chunks[chunk]]
-        np.testing.assert_allclose(first[chunk], want, rtol=0, atol=float(np.abs(want).max()) / 64_000)
+        assert_decoded(conn, space_id, first[chunk], stored[chunks[chunk]])
     late = add_late(conn, space_id, "s2", clustered(300, seed=5))
     ivf.fold(conn, space_id, tx(conn))                       # appended to the lists after the locator was read
     late_chunks = [c for c, m in chunk_of(conn).items() if m in late]
@@ -213,7 +255,7 @@ def test_a_syncs_read_ahead_answers_each_batch_as_a_read_of_that_batch_would(con
     same(ids[2300:2340])
     local.save({replaced: [Chunk(0, 0, 4, new)]})
     got = same(ids[2340:2400])[replaced][0].vector
-    np.testing.assert_allclose(got, new, rtol=0, atol=float(np.abs(new).max()) / 64_000)
+    assert_decoded(conn, space_id, got, new)
 
     other = db.connect(str(tmp_path / "journal.db"))   # another process: a purge, then the hook
     last = ids[-50:]
@@ -232,7 +274,7 @@ def test_a_syncs_read_ahead_answers_each_batch_as_a_read_of_that_batch_would(con
     got = same(last)
     assert len(reads) > before
     for n, m in enumerate(last):
-        np.testing.assert_allclose(got[m][0].vector, later[n], rtol=0, atol=float(np.abs(later[n]).max()) / 64_000)
+        assert_decoded(conn, space_id, got[m][0].vector, later[n])
 
 
 def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_sessions(tmp_path):
@@ -250,6 +292,7 @@ def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_session
         conn.execute("UPDATE sessions SET project_path = '/work/big'")
         conn.execute("UPDATE sessions SET project_path = '/work/small/app' WHERE id = 's042'")
     mine = {m: stored[m] for (m,) in conn.execute("SELECT id FROM messages WHERE session_id = 's042'")}
+    slack = similarity_slack(conn, space_id, list(mine.values()))   # what the stored codes may move a cosine
     conn.close()
     search = LocalSearch.open(path)
     try:
@@ -261,7 +304,7 @@ def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_session
             assert {c.session_id for c in found} == {"s042"} and len(found) == 20
             assert {c.key for c in found} == exact_top(mine, q, 20)
             for c in found:
-                assert abs(c.scores["semantic"] - float(mine[c.key] @ q)) < 1e-4
+                assert abs(c.scores["semantic"] - float(mine[c.key] @ q)) < slack
             prefix = Plan("q", ("semantic",), Filters.build(project_path="/work/sma"), vector=q, space_id=space_id)
             assert search.semantic(prefix) == []
     finally:

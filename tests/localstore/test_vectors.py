@@ -6,6 +6,7 @@ import pytest
 from claude_chats.errors import SpaceMismatchError
 from claude_chats.localstore import ivf, vectors
 from claude_chats.models import EmbeddingProvider, canary_vector, embed_texts
+from tests.support.vectors import assert_decoded
 
 MESSAGES = ["The database migration failed on the users table.",
             "My cat sleeps on the keyboard all afternoon.",
@@ -54,7 +55,7 @@ def test_space_row_table_and_canary(seeded_conn, minilm):
     assert sid == space_id and space == minilm.space
     np.testing.assert_allclose(canary, canary_vector(minilm), atol=1e-5)
     assert ivf.ready(seeded_conn, space_id) and not vectors.legacy(seeded_conn, space_id)
-    assert ivf._dims(seeded_conn, space_id) == 384
+    assert ivf.codec(seeded_conn, space_id).dims == 384
 
 
 def test_knn_finds_the_right_message(seeded_conn, minilm):
@@ -79,9 +80,8 @@ def test_rewrite_replaces_and_counts(seeded_conn, minilm):
     assert len(ivf.live(seeded_conn, space_id)) == 3 + len(chunks)
     loaded = vectors.load_message_vectors(seeded_conn, space_id, [ids[1], ids[2]])
     assert [(c.index, c.start, c.end) for c in loaded[ids[1]]] == [(c.index, c.start, c.end) for c in chunks]
-    # stored as int8 codes and their int8 residuals: within max|x| / (127 * 508) of every component
-    bound = float(np.abs(chunks[0].vector).max()) / (127 * 508) * 1.001
-    np.testing.assert_allclose(loaded[ids[1]][0].vector, chunks[0].vector, rtol=0, atol=bound)
+    # stored as int8 codes and 4-bit residuals: within max|x| / (127 * 32) of every component
+    assert_decoded(seeded_conn, space_id, loaded[ids[1]][0].vector, chunks[0].vector)
 
 
 def test_deleting_messages_deletes_their_vectors(seeded_conn, minilm):

@@ -36,12 +36,11 @@ def assert_same_vectors(actual, expected, queries=None, min_cosine=MIN_COSINE, t
 
 def stored_codes(conn, space_id, chunk_ids, fine=True):
     """The bytes the journal's index keeps of each chunk's vector (its coarse and, with ``fine``, fine
-    int8 codes, as they lie in the file), to look for in the journal's bytes after a purge or a
+    codes, as they lie in the file), to look for in the journal's bytes after a purge or a
     redaction. (Fine codes of vectors with few distinct values repeat between vectors.)"""
     from claude_chats.localstore import ivf
 
-    names, dims, out = ivf.names(space_id), None, []
-    dims = int(conn.execute(f"SELECT value FROM {names['meta']} WHERE key = 'dimensions'").fetchall()[0][0])
+    names, form, out = ivf.names(space_id), ivf.codec(conn, space_id), []
     wanted = {int(i) for i in chunk_ids}
     for i, codes, fine_codes in conn.execute(f"SELECT id, codes, fine FROM {names['tail']}"):
         if i in wanted:
@@ -49,6 +48,26 @@ def stored_codes(conn, space_id, chunk_ids, fine=True):
     for ids, codes, fine_codes in conn.execute(f"SELECT ids, codes, fine FROM {names['lists']}"):
         for slot, i in enumerate(np.frombuffer(ids, np.int64).tolist()):
             if i in wanted:
-                part = slice(slot * dims, (slot + 1) * dims)
-                out += [bytes(codes[part]), bytes(fine_codes[part])][:2 if fine else 1]
+                out += [bytes(codes[slot * form.dims:(slot + 1) * form.dims]),
+                        bytes(fine_codes[slot * form.fine_width:(slot + 1) * form.fine_width])][:2 if fine else 1]
     return out
+
+
+def assert_decoded(conn, space_id, got, want):
+    """``got`` is the vector ``want`` as the space's index gives it back: within its codes' bound
+    (``codes.Codec.bound``: 1/32 of the scale for 4-bit fine codes, 1/508 for 8-bit ones)."""
+    from claude_chats.localstore import ivf
+
+    want = np.asarray(want, np.float32)
+    top = float(np.abs(want).max())
+    bound = float(ivf.codec(conn, space_id).bound(top / 127)) + 1e-6 * top   # and float32's rounding
+    np.testing.assert_allclose(got, want, rtol=0, atol=bound)
+
+
+def similarity_slack(conn, space_id, vectors):
+    """The most a cosine computed from the index's codes may differ from the stored vectors' (the
+    largest of ``vectors``' scales)."""
+    from claude_chats.localstore import ivf
+
+    top = float(np.abs(np.asarray(vectors, np.float32)).max()) / 127
+    return float(ivf.codec(conn, space_id).similarity_bound(top)) * 1.001 + 1e-6

@@ -38,13 +38,13 @@ def run_driver(journal_path, url, die_at=None, batch_size=10, bulk=False):
 
 
 class Close:
-    """A stored vector that equals another of the same message chunk within max|x| / 60,000 a component."""
+    """A stored vector that equals another of the same message chunk within max|x| / 4,000 a component."""
 
     def __init__(self, uuid, index, text):
         self.key, self.vector = (uuid, index), np.array(json.loads(text), dtype=np.float64)
 
     def __eq__(self, other):
-        bound = float(np.abs(other.vector).max()) / 60_000
+        bound = float(np.abs(other.vector).max()) / 4_000
         return self.key == other.key and np.allclose(self.vector, other.vector, rtol=0, atol=bound)
 
     def __repr__(self):
@@ -57,7 +57,7 @@ def pg_state(url):
             "SELECT c.session_id, m.sequence_num, m.message_uuid, m.content FROM messages m "
             "JOIN conversations c ON c.id = m.conversation_id ORDER BY 1, 2").fetchall()
         # vectors pushed from the journal's copy (a run killed after embedding) come back from its int8
-        # codes and residuals, within max|x| / 64,516 of what the model gave
+        # codes and 4-bit residuals (``localstore.codes``), within max|x| / 4,064 of what the model gave
         vectors = [Close(uuid, index, text) for uuid, index, text in store.conn.execute(
             "SELECT m.message_uuid, v.chunk_index, v.embedding::text FROM vectors_1 v "
             "JOIN messages m ON m.id = v.message_id ORDER BY 1, 2").fetchall()]
