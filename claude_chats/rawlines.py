@@ -18,8 +18,9 @@ Identity (``key``): a line's uuid; a line without one, ``<crc32 of its bytes>@<u
 line before it>``, so a re-read of the file (or of a restored copy) finds it stored, while a
 value set again later (a title renamed back) is a line of its own.
 
-Each line is compressed on its own with zlib (about 2.3x on real transcripts; one row per line,
-so lines are deduplicated, redacted, purged and pushed one by one), by ``chats sync``: the hook
+Each line is compressed on its own with zlib and the preset dictionary of ``linedict`` (about 2.5x
+on real transcripts; one row per line, so lines are deduplicated, redacted, purged and pushed one by
+one; rows packed before 2026-12-05 have no dictionary, and read as before), by ``chats sync``: the hook
 stores the bytes as it read them (``import zlib`` alone costs it 0.3 ms, compressing a turn's lines
 another half millisecond). ``unpack`` takes either. ``redact_line`` redacts inside the JSON (its
 strings, and the values their keys name as secrets), never the raw text, so a redacted line is still
@@ -75,10 +76,16 @@ def checksum(raw, limit=1 << 16):
 
 
 def pack(raw):
-    """The line compressed (a packed one as it is)."""
+    """The line compressed, with the preset dictionary of transcript lines (``linedict``); a packed
+    one as it is."""
+    if is_packed(raw):
+        return raw
     import zlib
 
-    return raw if is_packed(raw) else zlib.compress(raw, LEVEL)
+    from .linedict import CURRENT
+
+    stream = zlib.compressobj(LEVEL, zlib.DEFLATED, zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY, CURRENT)
+    return stream.compress(raw) + stream.flush()
 
 
 # The most bytes one kept line may unpack to. A kept line is a message Claude Code sent to the API (or a
@@ -99,7 +106,15 @@ def unpack(blob, limit=LINE_LIMIT):
         return blob
     import zlib
 
-    stream = zlib.decompressobj()
+    from .linedict import DICTIONARIES, dictionary_id
+
+    named = dictionary_id(blob)
+    if named is None:
+        stream = zlib.decompressobj()
+    elif named in DICTIONARIES:
+        stream = zlib.decompressobj(zdict=DICTIONARIES[named])
+    else:
+        raise UnpackError(f"a kept line is packed with a dictionary this version does not have ({named:08x})")
     try:
         raw = stream.decompress(blob, limit)
     except zlib.error as exc:

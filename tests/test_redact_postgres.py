@@ -15,7 +15,7 @@ import zlib
 
 import psycopg
 
-from claude_chats import paths
+from claude_chats import paths, rawlines
 from claude_chats.faults import ENV as SYNC_DIE_AT
 from claude_chats.localstore.journal import Journal
 from tests.support.keyed_secrets import leaks, restored_elsewhere, run_chats, synced
@@ -34,7 +34,7 @@ def _pushed_in_clear(url):
     """Postgres' kept lines replaced by the journal's, as written (nothing redacted), each packed with
     zlib: what a version before issue 21 pushed for a line whose secrets only their keys name."""
     with Journal.open(paths.journal_path()) as journal:
-        raw = {key: zlib.decompress(line) if line[:1] == b"x" else line for key, line in journal.conn.execute(
+        raw = {key: rawlines.unpack(line) for key, line in journal.conn.execute(
             "SELECT key, line FROM raw_lines WHERE line IS NOT NULL")}
     with psycopg.connect(url) as conn:
         for key, line in raw.items():
@@ -44,7 +44,7 @@ def _pushed_in_clear(url):
 
 
 def _unpacked(rows):
-    return {key: zlib.decompress(line) for key, line in rows.items()}
+    return {key: rawlines.unpack(line) for key, line in rows.items()}
 
 
 def test_redact_postgres_rewrites_the_lines_earlier_versions_pushed(pg_db_url, test_model_path, tmp_path,
@@ -130,7 +130,7 @@ def test_the_owners_run_leaves_no_old_line_in_postgres_data_directory(pg_on_disk
     url, data_dir = pg_on_disk
     synced(tmp_path, monkeypatch, url, test_model_path)
     _pushed_in_clear(url)
-    old = {line[16:80]: key for key, line in _rows(url).items() if leaks(zlib.decompress(line))}
+    old = {line[16:80]: key for key, line in _rows(url).items() if leaks(rawlines.unpack(line))}
     assert len(old) == 2
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
