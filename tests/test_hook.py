@@ -257,3 +257,43 @@ def test_the_journal_wal_stays_bounded_across_hook_runs(tmp_path):
         reader.execute("COMMIT")
         reader.close()
     assert len(stored()) == 2500 + 60 + 600 and hook_log() == []
+
+
+def wal_tables():
+    """The b-trees (tables and indexes) whose pages the journal's WAL holds, by name."""
+    import struct
+
+    wal = paths.journal_path() + "-wal"
+    data = open(wal, "rb").read() if os.path.exists(wal) else b""
+    conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        names = dict(conn.execute("SELECT pageno, name FROM dbstat").fetchall())
+    finally:
+        conn.close()
+    size, found, at = struct.unpack(">I", data[8:12])[0] if data else 0, set(), 32
+    while size and at + 24 + size <= len(data):
+        found.add(names.get(struct.unpack(">I", data[at:at + 4])[0]))
+        at += 24 + size
+    return found
+
+
+def test_a_turn_leaves_the_indexes_of_what_it_does_not_change_alone(tmp_path):
+    """Each page a turn writes goes to the WAL (16 KB at a time), and every new hook process reads the
+    whole WAL back (SQLite's recovery: it is the journal's first connection). The session's project and
+    parent, set once, and the ``state`` key the hook rewrites each turn (``last_hook``) must not have
+    their index pages written again by every turn."""
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(*[lines.user(f"turn {i} of the migration", uid=f"u-{i}") for i in range(50)]))
+    run_hook(payload(path))
+    conn = apsw.Connection(paths.journal_path())
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    assert conn.execute("SELECT project_path FROM sessions WHERE id = 'sess-1'").fetchall()[0][0]
+    conn.close()
+    assert not os.path.exists(paths.journal_path() + "-wal") or wal_tables() == set()
+    with open(path, "ab") as fh:
+        fh.write(lines.encode(lines.user("one more turn", uid="u-x"), lines.assistant("and its answer", uid="u-y")))
+    run_hook(payload(path))
+    written = wal_tables()
+    assert {"messages", "sessions", "state", "raw_lines"} <= written, written      # the turn was stored
+    assert not written & {"sessions_project", "sessions_parent", "sqlite_autoindex_state_1"}, written
+    assert len(stored()) == 52 and hook_log() == []

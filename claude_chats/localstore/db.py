@@ -143,7 +143,10 @@ def get_state(conn, key):
 
 
 def set_state(conn, key, value):
-    conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
+    # an upsert, not INSERT OR REPLACE: the row keeps its rowid, so the key's index is not written again
+    # (one 16 KB page less in the WAL of every hook turn, which writes ``last_hook``)
+    conn.execute("INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                 (key, value))
 
 
 def has_pending(conn):
