@@ -372,8 +372,7 @@ class Reader:
         self.conn, self.space_id, self.t, self.scan = conn, int(space_id), names(space_id), scan
         self.version = None
         self.cents = None
-        self.dims = None
-        self.codec = None
+        self.codec = None    # the index's dimensions and fine codes' format
         self.whole = False
         self.size = 0        # vectors in the index (live or dead), as of ``version``
         self._codes = None   # a list's codes (``_buffer``)
@@ -381,9 +380,8 @@ class Reader:
     def refresh(self, version):
         """Read the dimensions, centroids and size again when the journal changed (``version``) or when
         unknown. (The size took 1.5 ms of each search at 1M: a sum over the lists and a count of the tail.)"""
-        if self.dims is None or version is None or version != self.version:
+        if self.codec is None or version is None or version != self.version:
             self.codec = codec(self.conn, self.space_id)
-            self.dims = self.codec.dims
             self.cents = centroids(self.conn, self.space_id)
             self.size = sum(counts(self.conn, self.space_id))
             self.version = version
@@ -440,7 +438,7 @@ class Reader:
         if tail:
             ids[at:] = [r[0] for r in tail]
             scales[at:] = [r[1] for r in tail]
-            codes = np.frombuffer(b"".join(r[2] for r in tail), np.int8).reshape(-1, self.dims)
+            codes = self.codec.codes_rows(b"".join(r[2] for r in tail))
             coarse[at:] = _scores(codes, q, scales[at:])
             lists[at:], slots[at:] = -1, -1
         return ids, scales, coarse, lists, slots
@@ -448,7 +446,7 @@ class Reader:
     def _buffer(self, n):
         """A buffer of ``n`` rows of int8 codes: grown as needed, reused list after list."""
         if self._codes is None or len(self._codes) < n:
-            self._codes = np.empty((max(n, 1024), self.dims), np.int8)
+            self._codes = np.empty((max(n, 1024), self.codec.dims), np.int8)
         return self._codes[:n]
 
     def _probe(self, q, widen=1):
