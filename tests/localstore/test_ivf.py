@@ -113,6 +113,45 @@ def test_trained_lists_find_what_brute_force_finds(conn):
         assert_decoded(conn, space_id, back[chunk], stored[chunks[chunk]])
 
 
+def test_the_scan_scores_every_row_as_the_float_product_and_runs_blas_on_one_thread_only_meanwhile(conn):
+    """The coarse scores of a scan are each row's decoded-coarse product with the query, for the lists and
+    the tail, whatever the lists' sizes (the float32 buffer is reused and grown); BLAS runs on one thread
+    while the scan does, and the process's setting is back after."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    space_id, stored = fill(conn, ["s1"], 3000)
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    add_late(conn, space_id, "s1", clustered(40, seed=5))        # a tail too
+    threads = []
+
+    class Watched(ivf.Reader):
+        def _score(self, codes, q, scales):
+            threads.append({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+            return super()._score(codes, q, scales)
+
+    with threadpool_limits(2, user_api="blas"):
+        reader = Watched(conn, space_id, scan=1)                 # a few lists probed, of several sizes
+        for q in clustered(5, seed=11):
+            q = q / np.linalg.norm(q)
+            reader.refresh(None)
+            ids, scales, coarse, lists, slots = reader._scan(reader._probe(q), q)
+            rows = {}
+            for lst in set(lists[lists >= 0].tolist()):
+                blob = conn.execute(f"SELECT codes FROM ivf_{space_id}_lists WHERE list = ?", (lst,)).fetchall()[0][0]
+                rows[lst] = reader.codec.codes_rows(blob)
+            tail = dict((i, reader.codec.codes_rows(c)[0]) for i, c in
+                        conn.execute(f"SELECT id, codes FROM ivf_{space_id}_tail").fetchall())
+            expected = np.array([(rows[lst][slot] if lst >= 0 else tail[int(i)]).astype(np.float64) @ q * s
+                                 for i, s, lst, slot in zip(ids, scales, lists, slots)])
+            assert (lists == -1).any() and len(set(lists.tolist())) > 2
+            np.testing.assert_allclose(coarse, expected, rtol=1e-5, atol=1e-6)
+        after = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+    if not after:
+        pytest.skip("numpy's BLAS is not one threadpoolctl sees")
+    assert threads and all(t == {1} for t in threads), threads
+    assert after == {2}
+
+
 def test_tail_folds_into_the_lists_and_deleted_slots_are_zeroed(conn):
     space_id, stored = fill(conn, ["s1", "s2"], 1500)
     ivf.retrain(conn, space_id, tx(conn), nlist=16)
