@@ -480,9 +480,11 @@ def _claim_final_answers(conn, records, clean, file_id, stats):
     if not sessions:
         return records
     marks = ",".join("?" * len(sessions))
+    # CROSS JOIN: from the answers waiting (almost always none), not from the session's messages (left to
+    # itself the planner walked every message of the session: 1.5 ms a turn at 20,000 messages)
     waiting = {(session, content): message for message, session, content in conn.execute(
-        f"SELECT f.message_id, m.session_id, m.content FROM final_answers f JOIN messages m ON m.id = f.message_id "
-        f"WHERE m.session_id IN ({marks})", list(sessions))}
+        f"SELECT f.message_id, m.session_id, m.content FROM final_answers f CROSS JOIN messages m "
+        f"ON m.id = f.message_id WHERE m.session_id IN ({marks})", list(sessions))}
     if not waiting:
         return records
     kept = []
