@@ -18,7 +18,8 @@ import apsw
 
 from . import ftsparts
 
-FUNCTION = "chats_bm25"
+FUNCTION = "chats_bm25"   # and the ranker's number: ``chats_bm25_3``
+_MADE = [0]               # rankers made in this process (each registers a function of its own)
 K1, B = 1.2, 0.75
 COUNTS_KEPT = 10_000   # phrase counts kept for one state of the journal, at most
 
@@ -51,6 +52,11 @@ class Ranker:
         self._prepared = None   # what the statistics are of: the expression, the tables, the journal's state
         self._state, self._counts = None, {}   # {phrase: messages holding it} in that state (``counted``)
         self._tokenizer, self._vocabularies = None, set()   # (``_count``)
+        # A name of its own: a statement already prepared keeps the function FTS5 found for its name then
+        # (apsw caches statements), so a second ranker on the same connection under one name was scored
+        # with the first one's statistics ("4 phrases in the query, 2 prepared").
+        _MADE[0] += 1
+        self.function = f"{FUNCTION}_{_MADE[0]}"
 
     def prepare(self, match, names):
         """Statistics of ``match`` over the tables ``names``: the rows, tokens, and messages holding each
@@ -63,7 +69,7 @@ class Ranker:
         if key == self._prepared:
             return
         if not self._registered:
-            self.conn.register_fts5_function(FUNCTION, self._score)
+            self.conn.register_fts5_function(self.function, self._score)
             self._registered = True
         rows = tokens = 0
         for name in names:
@@ -138,12 +144,12 @@ class Ranker:
 
     def score(self, table):
         """The SQL expression ranking a row of ``table`` (lower is better, as ``rank``)."""
-        return "rank" if self.idf is None else f"{FUNCTION}({table})"
+        return "rank" if self.idf is None else f"{self.function}({table})"
 
     def _score(self, api):
         idf = self.idf
         if idf is None or len(idf) != api.phrase_count:
-            raise ValueError(f"{FUNCTION}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
+            raise ValueError(f"{self.function}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
         length = K1 * (1 - B + B * api.column_size(-1) / self.avgdl)   # fts5_aux.c's order of operations
         score = 0.0
         for i, weight in enumerate(idf):

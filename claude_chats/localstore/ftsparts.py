@@ -93,16 +93,33 @@ def holding(conn, ids_sql, args=()):
     return found
 
 
-def count_matches(conn, match, limit):
+def count_matches(conn, match, limit, names=None):
     """How many messages match the FTS5 expression ``match``, counted up to ``limit`` (each table's read
-    bounded by what is still missing)."""
+    bounded by what is still missing; ``names``: the tables, when already read)."""
     total = 0
-    for name in tables(conn):
+    for name in tables(conn) if names is None else names:
+        _check(name)
         total += conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)",
                               (match, limit - total)).fetchall()[0][0]
         if total >= limit:
             break
     return total
+
+
+def matching_rows(conn, match, limit, names=None):
+    """{table: ids of its messages matching the FTS5 expression ``match``}, up to ``limit`` messages in all,
+    newest table first (``count_matches``' reads, the rows themselves); tables with none are left out."""
+    found, total = {}, 0
+    for name in tables(conn) if names is None else names:
+        _check(name)
+        rows = [r for (r,) in conn.execute(f"SELECT rowid FROM {name} WHERE {name} MATCH ? LIMIT ?",
+                                             (match, limit - total))]
+        if rows:
+            found[name] = rows
+            total += len(rows)
+        if total >= limit:
+            break
+    return found
 
 
 def secure_delete(conn, name, on):

@@ -193,6 +193,55 @@ def test_the_hooks_hints_over_parts_score_as_over_one_table(tmp_path):
         assert sessions[1] not in {h["session_id"] for h in recall.recall_hints(conn, prompt, sessions[1], strength=0.01)}
 
 
+@pytest.mark.parametrize("lookups", [0, 10_000], ids=["filtered", "looked-up"])
+@pytest.mark.parametrize("parts", [0, 30], ids=["one-table", "in-parts"])
+def test_the_hooks_hints_rank_only_messages_able_to_reach_the_bar_and_find_what_ranking_every_match_finds(
+        tmp_path, monkeypatch, parts, lookups):
+    """A prompt's hints rank only the messages whose words could add up to the bar (each word at most
+    idf x (k1 + 1); a word no message holds, nothing), in the tables holding them, filtered from a table's
+    matches or looked up one by one (``ABLE_LOOKUPS``): the hints are those of ranking every match, at any
+    strength, and at the default strength far fewer messages are ranked."""
+    monkeypatch.setattr(recall, "ABLE_LOOKUPS", lookups)
+    sessions = import_sessions(tmp_path, [40, 35, 50, 30, 45], marks={1: "quokka", 3: "quokka numbat"})
+    own = ["zq" + s.replace("-", "") for s in sessions]
+    prompts = [f"{own[0]} step3 rollback", f"quokka numbat {own[3]} retry", f"{own[1]} {own[2]} item7 xylophonic",
+               "quokka retry step3 deploy", f"{own[4]} rollback cache item12", "xylophonic marimba quokka retry",
+               f"{own[0]} {own[1]} {own[2]} {own[3]}", "deploy pipeline cache retry rollback"]
+    ranked, able = [0], []
+    score = bm25.Ranker._score
+
+    def counted(self, api):
+        ranked[0] += 1
+        return score(self, api)
+
+    monkeypatch.setattr(bm25.Ranker, "_score", counted)
+    real_able = recall._able
+
+    def watched(*args):
+        found = real_able(*args)
+        able.append(found)
+        return found
+
+    with Journal.open() as journal:
+        conn = journal.conn
+        if parts:
+            split_into_parts(conn, parts)
+        ranked_with = ranked_every = 0
+        for strength in (0.01, 0.3, 0.6, 1.0, 1.9):
+            for prompt in prompts:
+                monkeypatch.setattr(recall, "_able", watched)
+                ranked[0] = 0
+                hints = recall.recall_hints(conn, prompt, None, strength=strength)
+                ranked_with += ranked[0] if strength == 1.9 else 0
+                monkeypatch.setattr(recall, "_able", lambda *args: None)   # every match ranked, as before
+                ranked[0] = 0
+                assert recall.recall_hints(conn, prompt, None, strength=strength) == hints, (prompt, strength)
+                ranked_every += ranked[0] if strength == 1.9 else 0
+        assert any(a for a in able) and any(a == {} for a in able) and None in able   # each way taken
+        if parts:   # at the default strength (the Python ranker scores each ranked message; one table: FTS5's)
+            assert ranked_with * 3 < ranked_every, (ranked_with, ranked_every)
+
+
 def test_the_most_an_expression_can_match_bounds_what_it_matches(tmp_path):
     """``Ranker.most``: the sum of its phrases' counts joined by OR, the least joined by AND (or nothing), else
     None; never fewer than the expression matches (a search then skips counting each table's matches)."""
