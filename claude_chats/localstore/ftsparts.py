@@ -107,19 +107,21 @@ def count_matches(conn, match, limit, names=None):
 
 
 def matching_rows(conn, match, limit, names=None):
-    """{table: ids of its messages matching the FTS5 expression ``match``}, up to ``limit`` messages in all,
-    newest table first (``count_matches``' reads, the rows themselves); tables with none are left out."""
+    """``(n, {table: its messages' ids, comma-separated})``: the messages matching the FTS5 expression
+    ``match``, up to ``limit`` of them in all, newest table first (``count_matches``' reads, with the rows;
+    the ids as SQLite joins them: a caller that needs only the count parses nothing); tables with none are
+    left out."""
     found, total = {}, 0
     for name in tables(conn) if names is None else names:
         _check(name)
-        rows = [r for (r,) in conn.execute(f"SELECT rowid FROM {name} WHERE {name} MATCH ? LIMIT ?",
-                                             (match, limit - total))]
-        if rows:
-            found[name] = rows
-            total += len(rows)
+        n, ids = conn.execute(f"SELECT count(*), group_concat(rowid) FROM (SELECT rowid FROM {name} WHERE {name} "
+                              f"MATCH ? LIMIT ?)", (match, limit - total)).fetchall()[0]
+        if n:
+            found[name] = ids
+            total += n
         if total >= limit:
             break
-    return found
+    return total, found
 
 
 def secure_delete(conn, name, on):

@@ -390,8 +390,8 @@ def _recall_hints(conn, prompt, session_id, strength):
     size = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0
     min_score = strength * math.log(max(size, 2))
     names = ftsparts.tables(conn)
-    holders = [ftsparts.matching_rows(conn, _quote(t), MATCH_ROWS + 1, names) for t in terms]   # each read bounded
-    counts = [sum(map(len, h.values())) for h in holders]
+    found = [ftsparts.matching_rows(conn, _quote(t), MATCH_ROWS + 1, names) for t in terms]   # each read bounded
+    counts, holders = [n for n, _ in found], [ids for _, ids in found]
     probed, how = selective(terms, counts, size)   # as search does: the rarest words when all would match too much
     if how == "all":
         return []   # only common words: nothing specific to point at, and no need to rank them
@@ -445,8 +445,9 @@ def _most_each(probed, counts, terms, size):
 
 
 def _able(most, counts, holders, min_score):
-    """{table: its messages whose bm25 can reach ``min_score``}: those whose words' ``most`` add up to it (each
-    word's messages read: ``counts`` says how many, at most ``MATCH_ROWS`` for the words ``selective`` keeps). None
+    """{table: its messages whose bm25 can reach ``min_score``}: those whose words' ``most`` add up to it
+    (``holders``: each word's messages by table, ``ftsparts.matching_rows``; ``counts`` says how many, at most
+    ``MATCH_ROWS`` for the words ``selective`` keeps, so theirs were all read). None
     when any match can (a word alone can): then every match is ranked. At a million messages a prompt whose
     rarer words each match hundreds of messages had its 1,805 matches ranked (15 ms, a Python call each) to
     find none strong; now the messages holding enough of them are, often none."""
@@ -458,7 +459,7 @@ def _able(most, counts, holders, min_score):
     for word, bound in most.items():
         if counts[word]:
             for table, rows in holders[word].items():
-                for row in rows:
+                for row in map(int, rows.split(",")):
                     reach[row] = reach.get(row, 0.0) + bound
                     table_of[row] = table
     able = {}
