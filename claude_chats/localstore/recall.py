@@ -390,13 +390,12 @@ def _recall_hints(conn, prompt, session_id, strength):
     size = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0
     min_score = strength * math.log(max(size, 2))
     names = ftsparts.tables(conn)
-    found = [ftsparts.matching_rows(conn, _quote(t), MATCH_ROWS + 1, names) for t in terms]   # each read bounded
-    counts, holders = [n for n, _ in found], [ids for _, ids in found]
+    counts = [ftsparts.count_matches(conn, _quote(t), MATCH_ROWS + 1, names) for t in terms]   # each read bounded
     probed, how = selective(terms, counts, size)   # as search does: the rarest words when all would match too much
     if how == "all":
         return []   # only common words: nothing specific to point at, and no need to rank them
     most = _most_each(probed, counts, terms, size)
-    able = _able(most, dict(zip(terms, counts)), dict(zip(terms, holders)), min_score)
+    able = _able(conn, names, most, dict(zip(terms, counts)), min_score)
     if able is not None and not able:
         return []   # no message can reach the bar: nothing to rank
     match = " OR ".join(_quote(t) for t in probed)
@@ -444,10 +443,11 @@ def _most_each(probed, counts, terms, size):
             for t in probed}
 
 
-def _able(most, counts, holders, min_score):
+def _able(conn, names, most, counts, min_score):
     """{table: its messages whose bm25 can reach ``min_score``}: those whose words' ``most`` add up to it
-    (``holders``: each word's messages by table, ``ftsparts.matching_rows``; ``counts`` says how many, at most
-    ``MATCH_ROWS`` for the words ``selective`` keeps, so theirs were all read). None
+    (each word's messages read again, as ``ftsparts.matching_rows`` finds them: ``counts`` says there are at
+    most ``MATCH_ROWS`` for the words ``selective`` keeps; reading every word's while counting cost the hook
+    0.6 ms a prompt on a small journal, where every word is common and nothing is ranked). None
     when any match can (a word alone can): then every match is ranked. At a million messages a prompt whose
     rarer words each match hundreds of messages had its 1,805 matches ranked (15 ms, a Python call each) to
     find none strong; now the messages holding enough of them are, often none."""
@@ -458,7 +458,7 @@ def _able(most, counts, holders, min_score):
     reach, table_of = {}, {}
     for word, bound in most.items():
         if counts[word]:
-            for table, rows in holders[word].items():
+            for table, rows in ftsparts.matching_rows(conn, _quote(word), MATCH_ROWS + 1, names)[1].items():
                 for row in map(int, rows.split(",")):
                     reach[row] = reach.get(row, 0.0) + bound
                     table_of[row] = table
