@@ -290,8 +290,13 @@ def test_full_text_over_parts_ranks_the_matches_one_table_ranks(tmp_path):
             else:   # the late session's matches are the newest now: the window moved by them, not by the parts
                 for ids, before in zip(got, whole[scored]):
                     assert set(ids) - late <= set(before) and len(ids) == min(25, len(before) + len(set(ids) & late))
-        assert ftsparts.count_matches(journal.conn, '"retry"', 10**6) == \
-            journal.conn.execute("SELECT count(*) FROM messages WHERE content LIKE '% retry %'").fetchall()[0][0]
+        every = journal.conn.execute("SELECT count(*) FROM messages WHERE content LIKE '% retry %'").fetchall()[0][0]
+        assert ftsparts.count_matches(journal.conn, '"retry"', 10**6) == every
+        # counted up to a limit, across the parts: exactly the limit when there are more
+        assert [ftsparts.count_matches(journal.conn, '"retry"', n) for n in (1, 7, every - 1, every, every + 1)] == \
+            [1, 7, every - 1, every, every]
+        n, found = ftsparts.matching_rows(journal.conn, '"retry"', every - 1)
+        assert n == every - 1 == sum(len(ids.split(",")) for ids in found.values()) and len(found) > 1
 
 
 def test_a_small_purge_erases_in_place_and_a_large_one_merges_its_part_both_leave_nothing_on_disk(tmp_path):
