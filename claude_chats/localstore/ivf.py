@@ -448,7 +448,7 @@ class Reader:
     def _score(self, codes, q, scales):
         """Coarse cosines of int8 codes with the unit query ``q``: the codes widened into a float32 buffer
         reused list after list, then one matrix-vector product (BLAS, on one thread: ``one_blas_thread``).
-        At 1M, 82 real queries asking 640: ``Reader.nearest`` p50 16.6-16.9 ms against 18.6-20.0 with
+        At 1M, 82 real queries asking 640: ``Reader.nearest`` p50 16.0-16.9 ms against 18.6-20.0 with
         ``einsum`` over a fresh float32 copy of each list, the same chunks found."""
         n = len(codes)
         if self._floats is None or len(self._floats) < n:
