@@ -137,6 +137,50 @@ def test_phrase_counts_given_for_one_state_of_the_journal_are_forgotten_when_it_
         assert ranker.idf == [math.log((rows - hits + 0.5) / (hits + 0.5))]
 
 
+def test_a_sealed_parts_counts_are_kept_across_turns_and_counted_again_when_a_purge_changes_it(tmp_path):
+    """A hook's turn (another process's commit to the head) makes the ranker count the head again, not the
+    sealed parts; a purge that takes messages out of a part makes it count that part again. The statistics
+    are always those of the journal as it is."""
+    sessions = import_sessions(tmp_path, [70, 45, 60])
+    with Journal.open() as journal:
+        conn = journal.conn
+        split_into_parts(conn, 40)
+        counted = []
+
+        class Watched(bm25.Ranker):
+            def _count_in(self, name, phrase, token):
+                counted.append(name)
+                return super()._count_in(name, phrase, token)
+
+        ranker = Watched(conn)
+
+        def exact(word):
+            names = ftsparts.tables(conn)
+            rows = sum(ftsparts.rows(conn, n) for n in names)
+            hits = conn.execute("SELECT count(*) FROM messages WHERE content LIKE ?", (f"% {word} %",)).fetchall()[0][0]
+            return [math.log((rows - hits + 0.5) / (hits + 0.5))], names
+
+        for step in ("first", "a turn", "a purge", "unchanged"):
+            if step == "a turn":
+                write(tmp_path / "claude" / "projects" / "-work-proj" / "sess-late.jsonl", session_rows("sess-late", 3))
+                chats("import")   # another process's commit, to the head
+            if step == "a purge":
+                chats("purge", "--session", sessions[0], "--yes")
+            counted.clear()
+            expected, names = exact("retry")
+            ranker.prepare('"retry"', names)
+            assert ranker.idf == expected, step
+            parts = [n for n in names if n != ftsparts.HEAD]
+            if step == "first":
+                assert sorted(counted) == sorted(names)
+            elif step == "a turn":
+                assert counted == [ftsparts.HEAD]
+            elif step == "a purge":   # the parts that held its messages changed: those, and the head
+                assert ftsparts.HEAD in counted and 0 < len(set(counted) & set(parts)) < len(parts), counted
+            else:
+                assert counted == []   # the same state: nothing counted
+
+
 WORDS = ["retry", "Retrying", "café", "CAFE", "naïve", "parse_config", "step3", "zz", "x\"y", "don't",
          "über", "日本語", "deploy pipeline", "", "-", "item1", "nowhereword"]
 
