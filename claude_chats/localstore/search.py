@@ -205,10 +205,10 @@ class LocalSearch:
         if len(words) > 1:
             # counted up to what ``selective`` looks at (it caps them there): a common word's every
             # match counted took ~0.1 s at a million messages
-            matches = [ftsparts.count_matches(self.conn, fts.quote(w), self.match_rows + 1) for w in words]
+            names = ftsparts.tables(self.conn)
+            matches = [self._ranker.matches(fts.quote(w), names, self.match_rows + 1) for w in words]
             # below the cap a count read every table: the ranker's statistics need no second count
-            self._ranker.counted({fts.quote(w): m for w, m in zip(words, matches) if m <= self.match_rows},
-                                 ftsparts.tables(self.conn))
+            self._ranker.counted({fts.quote(w): m for w, m in zip(words, matches) if m <= self.match_rows}, names)
             if sum(matches) > self.match_rows:
                 total = counts.messages(self.conn)[0]
                 words, match = selective(words, matches, total, self.match_rows)

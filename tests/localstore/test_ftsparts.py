@@ -181,6 +181,41 @@ def test_a_sealed_parts_counts_are_kept_across_turns_and_counted_again_when_a_pu
                 assert counted == []   # the same state: nothing counted
 
 
+def test_the_searchs_word_counts_take_the_kept_part_counts_and_count_as_count_matches_does(tmp_path):
+    """``Ranker.matches`` counts a word as ``ftsparts.count_matches`` does, up to its limit, whatever the
+    journal went through; a part it read whole is not read again for that word after a turn."""
+    sessions = import_sessions(tmp_path, [70, 45, 60])
+    with Journal.open() as journal:
+        conn = journal.conn
+        split_into_parts(conn, 40)
+        ranker = bm25.Ranker(conn)
+        read, names = [], []
+
+        def trace(cursor, sql, bindings):
+            read.extend(n for n in names if f"FROM {n} WHERE" in sql)
+            return True
+
+        words = ['"retry"', '"rollback"', '"step3"', '"zq' + sessions[1].replace("-", "") + '"', '"nowhereword"']
+        for step in ("first", "again", "a turn", "a purge"):
+            if step == "a turn":
+                write(tmp_path / "claude" / "projects" / "-work-proj" / "sess-late.jsonl", session_rows("sess-late", 3))
+                chats("import")
+            if step == "a purge":
+                chats("purge", "--session", sessions[0], "--yes")
+            names[:] = ftsparts.tables(conn)
+            for word in words:
+                for limit in (1, 5, 30, 10_000):
+                    expected = ftsparts.count_matches(conn, word, limit)
+                    read.clear()
+                    conn.exec_trace = trace
+                    try:
+                        assert ranker.matches(word, names, limit) == expected, (step, word, limit)
+                    finally:
+                        conn.exec_trace = None
+                    if step in ("again", "a turn") and limit == 10_000:
+                        assert set(read) <= {ftsparts.HEAD}, (step, word, read)   # the parts' counts kept
+
+
 WORDS = ["retry", "Retrying", "café", "CAFE", "naïve", "parse_config", "step3", "zz", "x\"y", "don't",
          "über", "日本語", "deploy pipeline", "", "-", "item1", "nowhereword"]
 
