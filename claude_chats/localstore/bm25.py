@@ -116,10 +116,9 @@ class Ranker:
         self._in_state(names)
         total = 0
         for name in names:
-            stamp = self._stamp(name)
-            kept = self._parts.get((phrase, name)) if stamp is not None else None
-            if kept is not None and kept[0] == stamp:
-                total += kept[1]
+            stamp, kept = self._kept(phrase, name)
+            if kept is not None:
+                total += kept
             else:
                 missing = limit - total
                 found = self.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)",
@@ -133,21 +132,23 @@ class Ranker:
 
     def _in_state(self, names):
         """The phrase counts of the journal's present state over ``names`` (forgotten when either changes),
-        and the tables' totals read in it (``_stamp``)."""
+        and the tables' totals read in it (``_kept``)."""
         state = (tuple(names), self.conn.execute("PRAGMA data_version").fetchall()[0][0], self.conn.total_changes())
         if state != self._state or len(self._counts) > COUNTS_KEPT:
             self._state, self._counts, self._stamps = state, {}, {}
         return self._counts
 
-    def _stamp(self, name):
-        """A sealed part's totals in the present state (``_in_state``), what its kept counts are kept with;
-        None for the head (its counts are never kept)."""
+    def _kept(self, phrase, name):
+        """(the table's stamp, the count kept of ``phrase`` in it or None). The stamp is a sealed part's totals
+        in the present state (``_in_state``), what its counts are kept with; None for the head (its counts
+        are never kept)."""
         if name == ftsparts.HEAD:
-            return None
+            return None, None
         stamp = self._stamps.get(name)
         if stamp is None:
             stamp = self._stamps[name] = ftsparts.totals(self.conn, name)
-        return stamp
+        kept = self._parts.get((phrase, name))
+        return stamp, (kept[1] if kept is not None and kept[0] == stamp else None)
 
     def _keep(self, phrase, name, stamp, found):
         if len(self._parts) >= PART_COUNTS_KEPT:
@@ -168,10 +169,9 @@ class Ranker:
         token = self._token(phrase)
         total = 0
         for name in names:
-            stamp = self._stamp(name)
-            kept = self._parts.get((phrase, name)) if stamp is not None else None
-            if kept is not None and kept[0] == stamp:
-                total += kept[1]
+            stamp, kept = self._kept(phrase, name)
+            if kept is not None:
+                total += kept
                 continue
             found = self._count_in(name, phrase, token)
             if stamp is not None:
