@@ -121,8 +121,7 @@ class Ranker:
                 total += kept
             else:
                 missing = limit - total
-                found = self.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)",
-                                          (phrase, missing)).fetchall()[0][0]
+                found = ftsparts.count_in(self.conn, name, phrase, missing)
                 if stamp is not None and found < missing:
                     self._keep(phrase, name, stamp, found)
                 total += found
@@ -160,7 +159,7 @@ class Ranker:
         table's vocabulary (FTS5's ``fts5vocab``, 'row': the same count, read from the token's list without a
         step per message; "error", in 360k of 1M messages: 34 ms against 157 ms matched), else matched.
 
-        A sealed part's count is kept with the part's totals when counted (``prepare`` reads them): a part
+        A sealed part's count is kept with the part's totals when counted (``_kept`` reads them): a part
         changes only by losing messages (a purge, a redaction moving one to the head), which changes its
         totals, so a kept count stands while they do (a part made again under a dropped part's name would
         have to have its very totals to be taken for it). A hook's turn writes to the head only: the first

@@ -98,12 +98,17 @@ def count_matches(conn, match, limit, names=None):
     bounded by what is still missing; ``names``: the tables, when already read)."""
     total = 0
     for name in tables(conn) if names is None else names:
-        _check(name)
-        total += conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)",
-                              (match, limit - total)).fetchall()[0][0]
+        total += count_in(conn, name, match, limit - total)
         if total >= limit:
             break
     return total
+
+
+def count_in(conn, name, match, limit):
+    """How many messages of the table ``name`` match ``match``, counted up to ``limit``."""
+    _check(name)
+    return conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)",
+                        (match, limit)).fetchall()[0][0]
 
 
 def matching_rows(conn, match, limit, names=None):
