@@ -86,6 +86,8 @@ def _print(s):
         from ..localstore import ftsparts
         click.echo(f"full-text index: {s['fts_moved']:,} messages moved into parts of "
                    f"{ftsparts.PART_ROWS:,} (once: a purge then rewrites one part, not the whole index)")
+    if s.get("fts_merged"):
+        click.echo(f"full-text index: {s['fts_merged']:,} sealed parts merged into one segment each")
     if s.get("reclaimed"):
         click.echo(f"journal: {s['reclaimed'] / 1e6:,.0f} MB of free pages given back to the disk")
     for note in s["notes"]:

@@ -113,6 +113,7 @@ class SyncReport:
     text_index_rebuilt: bool = False  # the full-text index, likewise
     index_seconds: float = 0.0   # of ``seconds``: (re)building and analysing those indexes
     fts_moved: int = 0           # messages moved into parts of the journal's full-text index (``ftsparts``)
+    fts_merged: int = 0          # sealed parts of it merged into one segment each (``ftsparts.merge``)
     reclaimed: int = 0           # bytes of free pages given back to the file system (``db.reclaim``)
     seconds: float = 0.0
 
@@ -127,7 +128,8 @@ class SyncReport:
 def keep_fts_parts(journal, report, say=None):
     """The journal's full-text index kept in parts (``ftsparts.maintain``) at the end of every sync, one
     that embeds nothing too: a full head sealed, a part too big to merge quickly (a journal's whole index
-    from before the parts) split, a committed step at a time (``say(text)`` after each: 106 s at 1M, once)."""
+    from before the parts) split, a committed step at a time (``say(text)`` after each: 106 s at 1M, once),
+    and every sealed part merged into one segment (``ftsparts.merge``, steps of ``MERGE_PAGES``)."""
     try:
         total, moved = ftsparts.to_split(journal.conn), 0
 
@@ -137,6 +139,13 @@ def keep_fts_parts(journal, report, say=None):
             if say:
                 say(f"full-text index into parts: {moved:,}/{total:,} messages (once)")
         report.fts_moved = ftsparts.maintain(journal.conn, step)
+        merging = []
+
+        def merged(part):
+            if say and part not in merging:
+                merging.append(part)
+                say(f"full-text index: merging part {len(merging)} into one segment")
+        report.fts_merged = ftsparts.merge_parts(journal.conn, merged)
     except Exception as exc:  # noqa: BLE001 - the index stays as it was: search and purge still work
         report.errors.append(f"keeping the full-text index in parts: {type(exc).__name__}: {exc}")
 

@@ -465,6 +465,72 @@ def test_killed_mid_split_every_message_stays_in_exactly_one_table(tmp_path, poi
         assert ftsparts.coverage(journal.conn) == (0, 0, 0) and ranked_sets(journal, 10_000) == whole
 
 
+def a_sealed_part_in_segments(tmp_path, sessions=12):
+    """A journal whose head was written by many transactions (a `chats import` of ``sessions`` files, one
+    each) and then sealed: the part, in more than one segment."""
+    import_sessions(tmp_path, [30 + 7 * k for k in range(sessions)])
+    with Journal.open() as journal:
+        part = ftsparts.seal(journal.conn, at_least=1)
+        assert ftsparts.segments(journal.conn, part) > 1
+    return part
+
+
+def word_counts(conn):
+    return [ftsparts.count_matches(conn, w, 10_000) for w in ('"retry"', '"step3"', '"item7"', '"absentword"')]
+
+
+def test_a_sealed_part_is_merged_into_one_segment_a_bounded_step_at_a_time(tmp_path):
+    part = a_sealed_part_in_segments(tmp_path)
+    with Journal.open() as journal:
+        conn = journal.conn
+        whole, counts, before = ranked_sets(journal, 10_000), word_counts(conn), ftsparts.segments(conn, part)
+        seen = []
+        steps = ftsparts.merge(conn, part, pages=1, on_step=seen.append)
+        assert ftsparts.segments(conn, part) == 1 and before > 1
+        assert steps == len(seen) >= 2 and set(seen) == {part}      # small steps, each committed
+        assert ranked_sets(journal, 10_000) == whole and word_counts(conn) == counts
+        conn.execute(f"INSERT INTO {part}({part}, rank) VALUES ('integrity-check', 1)")
+        assert ftsparts.coverage(conn) == (0, 0, 0)
+        assert ftsparts.merge(conn, part) == 0                       # merged: nothing more to do
+
+
+MERGE_KILLER = """
+import sys
+from claude_chats.localstore import db, ftsparts
+conn = db.connect(sys.argv[1])
+ftsparts.merge(conn, sys.argv[2], pages=1)
+"""
+
+
+def test_killed_mid_merge_the_part_finds_every_match_and_the_next_merge_finishes(tmp_path):
+    part = a_sealed_part_in_segments(tmp_path)
+    with Journal.open() as journal:
+        whole, counts = ranked_sets(journal, 10_000), word_counts(journal.conn)
+    env = {**os.environ, ENV: "mid-merge@2", "PYTHONPATH": ROOT}
+    killed = subprocess.run([sys.executable, "-c", MERGE_KILLER, paths.journal_path(), part], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    with Journal.open() as journal:
+        conn = journal.conn
+        assert ftsparts.segments(conn, part) > 1                     # cut off midway
+        assert ranked_sets(journal, 10_000) == whole and word_counts(conn) == counts
+        ftsparts.merge(conn, part, pages=2)
+        assert ftsparts.segments(conn, part) == 1
+        assert ranked_sets(journal, 10_000) == whole and word_counts(conn) == counts
+        conn.execute(f"INSERT INTO {part}({part}, rank) VALUES ('integrity-check', 1)")
+
+
+def test_sync_merges_every_sealed_part_into_one_segment_once(tmp_path):
+    part = a_sealed_part_in_segments(tmp_path)
+    with Journal.open() as journal:
+        whole = ranked_sets(journal, 10_000)
+    report = json.loads(CliRunner().invoke(main, ["sync", "--json"]).stdout)
+    assert report["fts_merged"] == 1 and not [e for e in report["errors"] if "full-text" in e]
+    with Journal.open() as journal:
+        assert ftsparts.segments(journal.conn, part) == 1 and ranked_sets(journal, 10_000) == whole
+    assert json.loads(CliRunner().invoke(main, ["sync", "--json"]).stdout)["fts_merged"] == 0   # once
+
+
 def test_sync_splits_the_whole_index_of_a_journal_from_before_the_parts(tmp_path, monkeypatch):
     import_sessions(tmp_path, [120, 100])
     with Journal.open() as journal:
