@@ -26,9 +26,12 @@ from .. import faults
 from .db import Immediate
 
 HEAD = "messages_fts"
-PART_ROWS = 65_536    # a part's size when sealed: `optimize` of 65,536 messages ~1 s here (a 32,768-message
-#   part of the scale corpus: 0.44 s; scripts/bench_purge.py), and ~16 tables at a million messages
+PART_ROWS = 131_072   # a part's size when sealed: 8 parts at a million messages. Each part costs every search
+#   and every prompt's hints a look-up of each word (at 1M, 16 parts of 65,536 against 8: hints 1.53x
+#   against 1.44x the hook's floor, full text 18.3 against 17.0 ms), and a purge a merge of its part
+#   (a ~1,000-message session 1.0 against 1.4 s)
 SPLIT_ABOVE = 2 * PART_ROWS   # a sealed part bigger than this is split (``maintain``)
+COMBINE_STEP = 8_192   # messages a step of ``combine`` moves: one transaction, 0.5-0.7 s at 1M
 MERGE_PAGES = 500     # leaf pages (~4 KB each) a step of ``merge`` writes: ~2 MB, tens of milliseconds
 TOKENIZE = "porter unicode61 remove_diacritics 2"   # the head's too (journal migration 0001)
 CREATE = ("CREATE VIRTUAL TABLE {name} USING fts5(content, content='messages', content_rowid='id', "
@@ -205,6 +208,47 @@ def split(conn, name, size=None, on_step=None):
             on_step(part, len(ids))
 
 
+def combine(conn, newer, older, on_step=None):
+    """Move the messages of sealed part ``older`` into ``newer``, the part next to it in the order (the
+    next higher number), ``COMBINE_STEP`` of them a committed step (a crash leaves every message in exactly
+    one table), then drop ``older``. Its deletes are plain (markers): they go with the table."""
+    _check(newer)
+    _check(older)
+    parts = tables(conn)[1:]
+    if newer not in parts or older not in parts or parts.index(older) != parts.index(newer) + 1:
+        raise ValueError(f"{older} is not the part next older than {newer}")
+    secure_delete(conn, older, False)
+    while True:
+        with Immediate(conn):
+            ids = [r[0] for r in conn.execute(f"SELECT id FROM {older}_docsize ORDER BY id LIMIT ?", (COMBINE_STEP,))]
+            if not ids:
+                _drop(conn, older)
+                return
+            batch = f"SELECT m.id, m.content FROM {older}_docsize d JOIN messages m ON m.id = d.id WHERE d.id BETWEEN ? AND ?"
+            before = conn.total_changes()
+            conn.execute(f"INSERT INTO {newer}(rowid, content) {batch}", (ids[0], ids[-1]))
+            if conn.total_changes() == before:   # index rows without their messages: out of step
+                raise RuntimeError(f"{older} holds messages the journal does not have: chats doctor --rebuild-fts")
+            conn.execute(f"INSERT INTO {older}({older}, rowid, content) SELECT 'delete', id, content FROM ({batch})",
+                         (ids[0], ids[-1]))
+            if conn.execute(f"SELECT 1 FROM {older}_docsize WHERE id = ?", (ids[0],)).fetchall():
+                raise RuntimeError(f"{older} kept a message it gave {newer}: chats doctor --rebuild-fts")
+            faults.point("mid-combine")
+        faults.point("after-combine-step")
+        if on_step:
+            on_step(newer, len(ids))
+
+
+def to_combine(conn):
+    """``[(newer, older)]``: the first pair of neighbouring sealed parts, newest first, that together hold at
+    most ``PART_ROWS`` and a quarter (two parts of an older, smaller size; two a purge thinned), or []."""
+    parts = tables(conn)[1:]
+    for newer, older in zip(parts, parts[1:]):
+        if rows(conn, newer) + rows(conn, older) <= PART_ROWS + PART_ROWS // 4:
+            return [(newer, older)]
+    return []
+
+
 def drop_empty(conn):
     """Drop the sealed parts that hold no message (a purge emptied them). Returns their names."""
     with Immediate(conn):
@@ -215,25 +259,42 @@ def drop_empty(conn):
     return empty
 
 
-def to_split(conn):
-    """Messages in parts too big to merge quickly (what ``maintain`` will move)."""
-    return sum(n for n in (rows(conn, name) for name in tables(conn)[1:]) if n > SPLIT_ABOVE)
+def to_move(conn):
+    """Messages ``maintain`` will move: those of parts too big to merge quickly, and of the older part of
+    each pair it will combine (``to_combine``, pair after pair, as ``maintain`` goes)."""
+    sizes = [rows(conn, name) for name in tables(conn)[1:]]
+    moving = sum(n for n in sizes if n > SPLIT_ABOVE)
+    sizes = [n for n in sizes if n <= SPLIT_ABOVE]   # (a split's parts are whole: none is combined)
+    i = 0
+    while i + 1 < len(sizes):
+        if sizes[i] + sizes[i + 1] <= PART_ROWS + PART_ROWS // 4:
+            moving += sizes[i + 1]
+            sizes[i] += sizes.pop(i + 1)
+        else:
+            i += 1
+    return moving
 
 
 def maintain(conn, on_step=None):
-    """What ``chats sync`` does after a run: seal a full head, split any part too big to merge quickly.
-    Returns the number of messages moved by splits."""
+    """What ``chats sync`` does after a run: seal a full head, split any part too big to merge quickly, and
+    combine neighbouring parts small enough to be one (parts of an older, smaller ``PART_ROWS``). Returns the
+    number of messages moved."""
     seal(conn)
     moved = 0
+
+    def step(part, n):
+        nonlocal moved
+        moved += n
+        if on_step:
+            on_step(part, n)
     for name in tables(conn)[1:]:
         if rows(conn, name) > SPLIT_ABOVE:
-            def step(part, n):
-                nonlocal moved
-                moved += n
-                if on_step:
-                    on_step(part, n)
             split(conn, name, on_step=step)
-    return moved
+    while True:
+        pairs = to_combine(conn)
+        if not pairs:
+            return moved
+        combine(conn, *pairs[0], on_step=step)
 
 
 def segments(conn, name):

@@ -131,7 +131,7 @@ def keep_fts_parts(journal, report, say=None):
     from before the parts) split, a committed step at a time (``say(text)`` after each: 106 s at 1M, once),
     and every sealed part merged into one segment (``ftsparts.merge``, steps of ``MERGE_PAGES``)."""
     try:
-        total, moved = ftsparts.to_split(journal.conn), 0
+        total, moved = ftsparts.to_move(journal.conn), 0
 
         def step(_part, n):
             nonlocal moved

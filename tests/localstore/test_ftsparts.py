@@ -465,6 +465,58 @@ def test_killed_mid_split_every_message_stays_in_exactly_one_table(tmp_path, poi
         assert ftsparts.coverage(journal.conn) == (0, 0, 0) and ranked_sets(journal, 10_000) == whole
 
 
+def test_maintain_combines_neighbouring_parts_small_enough_to_be_one(tmp_path, monkeypatch):
+    """Parts of an older, smaller size (or thinned by purges) become one, neighbours only, newest first,
+    up to the part size and a quarter; every message stays in exactly one table and scores as before."""
+    import_sessions(tmp_path, [90, 70, 60])
+    with Journal.open() as journal:
+        conn = journal.conn
+        whole = ranked_sets(journal, 10_000)
+        parts = split_into_parts(conn, 20)
+        assert [ftsparts.rows(conn, n) for n in parts] == [20] * 11
+        monkeypatch.setattr(ftsparts, "PART_ROWS", 64)
+        monkeypatch.setattr(ftsparts, "SPLIT_ABOVE", 128)
+        monkeypatch.setattr(ftsparts, "COMBINE_STEP", 7)
+        expected = ftsparts.to_move(conn)
+        assert ftsparts.maintain(conn) == expected == 8 * 20
+        tables = ftsparts.tables(conn)
+        assert [ftsparts.rows(conn, n) for n in tables] == [0, 80, 80, 60]
+        assert tables[1:] == [parts[0], parts[4], parts[8]]        # each keeps its newest part's place
+        assert ftsparts.coverage(conn) == (0, 0, 0) and ranked_sets(journal, 10_000) == whole
+        assert ftsparts.maintain(conn) == 0 and ftsparts.to_move(conn) == 0
+        with pytest.raises(ValueError):
+            ftsparts.combine(conn, tables[1], tables[3])            # not neighbours
+
+
+COMBINE_KILLER = """
+import sys
+from claude_chats.localstore import db, ftsparts
+ftsparts.COMBINE_STEP = 9
+conn = db.connect(sys.argv[1])
+ftsparts.combine(conn, sys.argv[2], sys.argv[3])
+"""
+
+
+@pytest.mark.parametrize("point", ["mid-combine@2", "after-combine-step@3"])
+def test_killed_mid_combine_every_message_stays_in_exactly_one_table(tmp_path, point):
+    import_sessions(tmp_path, [90, 70, 60])
+    with Journal.open() as journal:
+        whole = ranked_sets(journal, 10_000)
+        newer, older = split_into_parts(journal.conn, 110)
+    env = {**os.environ, ENV: point, "PYTHONPATH": ROOT}
+    killed = subprocess.run([sys.executable, "-c", COMBINE_KILLER, paths.journal_path(), newer, older], env=env,
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    with Journal.open() as journal:
+        conn = journal.conn
+        assert ftsparts.tables(conn)[1:] == [newer, older] and 110 < ftsparts.rows(conn, newer) < 220
+        assert ftsparts.coverage(conn) == (0, 0, 0)
+        assert ranked_sets(journal, 10_000) == whole               # searches meanwhile find every match once
+        ftsparts.combine(conn, newer, older)                        # and the combine goes on from where it was cut
+        assert ftsparts.tables(conn)[1:] == [newer] and ftsparts.rows(conn, newer) == 220
+        assert ftsparts.coverage(conn) == (0, 0, 0) and ranked_sets(journal, 10_000) == whole
+
+
 def a_sealed_part_in_segments(tmp_path, sessions=12):
     """A journal whose head was written by many transactions (a `chats import` of ``sessions`` files, one
     each) and then sealed: the part, in more than one segment."""
