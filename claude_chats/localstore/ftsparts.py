@@ -182,12 +182,35 @@ def seal(conn, at_least=None):
 def split(conn, name, size=None, on_step=None):
     """Move the messages of part ``name`` into new parts of ``size`` (default ``PART_ROWS``) messages,
     oldest first, one committed step each (a crash leaves every message in exactly one table), then drop
-    ``name``. Its deletes are plain (markers): what they leave in its segments goes with the table, dropped
-    under ``secure_delete``."""
+    ``name``."""
     _check(name)
-    size = PART_ROWS if size is None else size
     if name == HEAD:
         raise ValueError("the head is sealed before it is split")
+
+    def new_part():
+        part = _next_name(conn, below=name)
+        _create(conn, part)
+        write_triggers(conn)
+        return part
+    _move_out(conn, name, PART_ROWS if size is None else size, new_part, "split", on_step)
+
+
+def combine(conn, newer, older, on_step=None):
+    """Move the messages of sealed part ``older`` into ``newer``, the part next to it in the order (the
+    next higher number), ``COMBINE_STEP`` of them a committed step, then drop ``older``."""
+    _check(newer)
+    _check(older)
+    parts = tables(conn)[1:]
+    if newer not in parts or older not in parts or parts.index(older) != parts.index(newer) + 1:
+        raise ValueError(f"{older} is not the part next older than {newer}")
+    _move_out(conn, older, COMBINE_STEP, lambda: newer, "combine", on_step)
+
+
+def _move_out(conn, name, size, into, point, on_step):
+    """Move the messages of part ``name`` out, ``size`` of them a committed step, oldest first, into the part
+    ``into()`` names (called inside each step's transaction), then drop ``name``: a crash leaves every
+    message in exactly one table, and the move goes on from where it was cut. ``name``'s deletes are plain
+    (markers): what they leave in its segments goes with the table, dropped under ``secure_delete``."""
     secure_delete(conn, name, False)
     while True:
         with Immediate(conn):
@@ -195,48 +218,21 @@ def split(conn, name, size=None, on_step=None):
             if not ids:
                 _drop(conn, name)
                 return
-            part = _next_name(conn, below=name)
-            _create(conn, part)
-            write_triggers(conn)
-            conn.execute(f"INSERT INTO {part}(rowid, content) SELECT m.id, m.content FROM {name}_docsize d "
-                         f"JOIN messages m ON m.id = d.id WHERE d.id BETWEEN ? AND ?", (ids[0], ids[-1]))
-            conn.execute(f"INSERT INTO {name}({name}, rowid, content) SELECT 'delete', m.id, m.content "
-                         f"FROM messages m WHERE m.id IN (SELECT id FROM {part}_docsize)")
-            faults.point("mid-split")
-        faults.point("after-split-step")
+            part = into()
+            batch = (f"SELECT m.id, m.content FROM {name}_docsize d JOIN messages m ON m.id = d.id "
+                     f"WHERE d.id BETWEEN ? AND ?")
+            before = conn.total_changes()
+            conn.execute(f"INSERT INTO {part}(rowid, content) {batch}", (ids[0], ids[-1]))
+            if conn.total_changes() == before:   # index rows without their messages: out of step
+                raise RuntimeError(f"{name} indexes messages the journal does not have: chats doctor --rebuild-fts")
+            conn.execute(f"INSERT INTO {name}({name}, rowid, content) SELECT 'delete', id, content FROM ({batch})",
+                         (ids[0], ids[-1]))
+            if conn.execute(f"SELECT 1 FROM {name}_docsize WHERE id = ?", (ids[0],)).fetchall():
+                raise RuntimeError(f"{name} kept a message it gave {part}: chats doctor --rebuild-fts")
+            faults.point(f"mid-{point}")
+        faults.point(f"after-{point}-step")
         if on_step:
             on_step(part, len(ids))
-
-
-def combine(conn, newer, older, on_step=None):
-    """Move the messages of sealed part ``older`` into ``newer``, the part next to it in the order (the
-    next higher number), ``COMBINE_STEP`` of them a committed step (a crash leaves every message in exactly
-    one table), then drop ``older``. Its deletes are plain (markers): they go with the table."""
-    _check(newer)
-    _check(older)
-    parts = tables(conn)[1:]
-    if newer not in parts or older not in parts or parts.index(older) != parts.index(newer) + 1:
-        raise ValueError(f"{older} is not the part next older than {newer}")
-    secure_delete(conn, older, False)
-    while True:
-        with Immediate(conn):
-            ids = [r[0] for r in conn.execute(f"SELECT id FROM {older}_docsize ORDER BY id LIMIT ?", (COMBINE_STEP,))]
-            if not ids:
-                _drop(conn, older)
-                return
-            batch = f"SELECT m.id, m.content FROM {older}_docsize d JOIN messages m ON m.id = d.id WHERE d.id BETWEEN ? AND ?"
-            before = conn.total_changes()
-            conn.execute(f"INSERT INTO {newer}(rowid, content) {batch}", (ids[0], ids[-1]))
-            if conn.total_changes() == before:   # index rows without their messages: out of step
-                raise RuntimeError(f"{older} holds messages the journal does not have: chats doctor --rebuild-fts")
-            conn.execute(f"INSERT INTO {older}({older}, rowid, content) SELECT 'delete', id, content FROM ({batch})",
-                         (ids[0], ids[-1]))
-            if conn.execute(f"SELECT 1 FROM {older}_docsize WHERE id = ?", (ids[0],)).fetchall():
-                raise RuntimeError(f"{older} kept a message it gave {newer}: chats doctor --rebuild-fts")
-            faults.point("mid-combine")
-        faults.point("after-combine-step")
-        if on_step:
-            on_step(newer, len(ids))
 
 
 def to_combine(conn):
