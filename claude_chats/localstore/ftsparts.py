@@ -9,7 +9,8 @@ So the index is a head and sealed parts (journal migration 0008):
   number that grows with each seal, so the newest part has the highest), and starts an empty head.
   ``chats import`` seals between files, ``chats sync`` at the end of a run (``maintain``), which also
   splits a part too big to rewrite quickly (the whole index of a journal from before the parts) into
-  parts of ``PART_ROWS``, one committed step at a time;
+  parts of ``PART_ROWS``, combines neighbouring parts small enough to be one (parts of an older, smaller
+  size), one committed step at a time, and merges each sealed part into one segment (``merge_parts``);
 - a message is in exactly one table. The delete and update triggers find it by that table's
   ``%_docsize`` row (``write_triggers``), so nothing depends on id ranges (SQLite reuses the highest
   rowid after it is deleted); an updated message (``chats redact --journal``) moves to the head;
