@@ -87,7 +87,9 @@ def _print(s):
         click.echo(f"full-text index: {s['fts_moved']:,} messages moved into parts of "
                    f"{ftsparts.PART_ROWS:,} (once: a purge then rewrites one part, not the whole index)")
     if s.get("fts_merged"):
-        click.echo(f"full-text index: {s['fts_merged']:,} sealed parts merged into one segment each")
+        n = s["fts_merged"]
+        click.echo(f"full-text index: {n:,} sealed part{'' if n == 1 else 's'} merged into one segment "
+                   f"{'' if n == 1 else 'each '}(searches and recall hints look each word up once a part)")
     if s.get("reclaimed"):
         click.echo(f"journal: {s['reclaimed'] / 1e6:,.0f} MB of free pages given back to the disk")
     for note in s["notes"]:
