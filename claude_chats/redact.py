@@ -119,12 +119,15 @@ def scan(text, tokens=True):
     known by their context, which ``redact_json`` looks for across a JSON document's strings)."""
     if not text or not isinstance(text, str):
         return []
+    low = _lower(text)
+    if not _may_hold(text, low, tokens):
+        return []
     rules = _rules()
     found = []
     if tokens:
         for rule in rules.tokens:
             rule.find(text, found)
-    _context(text, _lower(text), rules, found)
+    _context(text, low, rules, found)
     if not found:
         return found
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
@@ -155,6 +158,16 @@ def _outside_placeholders(text, findings):
 def kinds():
     """Every kind of placeholder ``redact`` can write."""
     return list(_KINDS)
+
+
+def _may_hold(text, low, tokens=True):
+    """Whether ``text`` (``low``: lower-cased) holds anything a finding starts from: a token rule's literal
+    (``_TOKEN_LITERALS``) or a context rule's keyword (``_context``). A text holding none has no finding,
+    and ``scan`` returns before the rules are compiled: a process that only shows recorded text (the hook's
+    contexts) imports ``re`` and compiles the rules, about 8 ms, only for a text that may hold a secret."""
+    if tokens and any(literal in text for literal in _TOKEN_LITERALS):
+        return True
+    return any(word in low for word in _CONTEXT_WORDS)
 
 
 def _lower(text):
@@ -259,6 +272,13 @@ def _hf_kind(m):
     return "huggingface-token" if _mixed(m.group(0)[3:]) else None
 
 
+# The literals every match of a token rule begins with (``_token_rules``: a new rule adds its own here;
+# tests/test_redact.py checks each rule's patterns against them).
+_TOKEN_LITERALS = ("-----BEGIN ", "eyJ", "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AIza", "ghp_", "gho_", "ghu_",
+                   "ghs_", "ghr_", "github_pat_", "glpat-", "GOCSPX-", "ya29.", "xox", "xapp-", "k_live_", "k_test_",
+                   "whsec_", "npm_", "pypi-AgE", "hf_", "SG.")
+
+
 def _token_rules():
     u = r"[A-Za-z0-9_-]"   # the URL-safe base64 alphabet
     return [
@@ -338,6 +358,7 @@ _KEY_NAMES = ("api", "access", "private", "auth", "signing", "encryption", "mast
 
 _HEADER_WORDS = ("authorization", "bearer", "curl")
 _ASSIGN_WORDS = ("secret", "token", "pass", "pwd", "key", "credential")
+_CONTEXT_WORDS = ("://",) + _HEADER_WORDS + _ASSIGN_WORDS   # where ``_context`` starts looking
 
 
 def _context(text, low, rules, out):

@@ -7,6 +7,8 @@ imported would hide what the hook's own process lacks (the C scanner's errors).
 
 import json
 import os
+import subprocess
+import sys
 
 import apsw
 import pytest
@@ -230,6 +232,35 @@ def test_a_prompt_about_earlier_work_gets_a_pointer(tmp_path):
     assert context and 'session_id "sess-old" seq' in context and context.count("\n- ") == 1
     assert prompt_submit(new, "add a unit test for this function") is None          # nothing strong: nothing
     assert prompt_submit(new, "nectarine importer trailing slash manifest", session="sess-old") is None  # itself
+
+
+def hint_with_imports(path, prompt, session="sess-new"):
+    """The hint a prompt gets, and the modules the hook process imported (``-X importtime``)."""
+    data = json.dumps({"session_id": session, "transcript_path": str(path), "hook_event_name": "UserPromptSubmit",
+                       "cwd": "/work/proj", "prompt": prompt}).encode()
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "claude_chats.hook"], input=data,
+                          capture_output=True, timeout=60, cwd=os.path.dirname(path))
+    assert proc.returncode == 0
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line}
+    out = proc.stdout
+    return (json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else None), loaded
+
+
+def test_a_hint_with_nothing_secret_looking_costs_the_hook_no_regular_expression(tmp_path):
+    """The hint's recorded text is redacted before Claude reads it; a text holding no literal or keyword a
+    secret is found from is returned as it is, without importing ``re`` and compiling the rules (~8 ms a
+    prompt). One that holds one goes through them: the secret is redacted."""
+    new = history(tmp_path)
+    context, loaded = hint_with_imports(new, "the nectarine importer drops manifest rows with a trailing slash again")
+    assert context and 'session_id "sess-old"' in context and "nectarine importer" in context
+    assert "claude_chats.redact" in loaded and "re" not in loaded
+    secret = tmp_path / "sess-pw.jsonl"
+    secret.write_bytes(lines.encode(lines.user("the quince exporter login failed: password=Zx81kq0pLm4 for the "
+                                               "quince exporter staging database", session="sess-pw")))
+    run_hook(secret, session="sess-pw")
+    context, loaded = hint_with_imports(new, "the quince exporter login failed for the staging database")
+    assert context and 'session_id "sess-pw"' in context and "[REDACTED:password]" in context
+    assert "Zx81kq0pLm4" not in context and "re" in loaded
 
 
 def test_recall_hints_off_says_nothing(tmp_path, monkeypatch):

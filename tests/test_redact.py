@@ -53,6 +53,42 @@ def test_recall_and_precision_figures():
     assert score.typed == score.secrets
 
 
+FRAGMENTS = [
+    "=", ": ", '"', "'", " ", "\n", "--", "@", "/", "://", "Bearer ", "Authorization: ", "curl -u bob:", "https",
+    "api_key", "PASSWORD=", "secret", "token", "pwd", "credentials", "passphrase", "Zx81kq0pLm4Tq",
+    "aB3dE5gH7jK9mN1pQ3sT5vX7", "eyJhbGciOiJIUzI1NiJ9", ".", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE "
+    "KEY-----", "hooks.slack.com/services/", "my password is ", "AKIA", "sk-", "ghp_", "xoxb-", "hf_", "SG."] + \
+    [s.secret for s in corpus.SECRETS]
+
+
+def full_scan(text, tokens=True):
+    """``scan`` without its screen: every rule tried on every text."""
+    screen = redact._may_hold
+    redact._may_hold = lambda *_: True
+    try:
+        return redact.scan(text, tokens)
+    finally:
+        redact._may_hold = screen
+
+
+@seed(20261205)
+@SETTINGS
+@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=12)), max_size=14), st.booleans())
+def test_the_screen_before_the_rules_never_changes_what_scan_finds(parts, tokens):
+    """``scan`` returns at once for a text holding no literal a token rule starts with and no keyword a
+    context rule starts at (``redact._may_hold``); with the screen or without, the same findings."""
+    text = "".join(parts)
+    assert redact.scan(text, tokens) == full_scan(text, tokens)
+
+
+@pytest.mark.parametrize("sample", corpus.SECRETS, ids=lambda s: s.name)
+def test_every_secret_of_the_corpus_passes_the_screen(sample):
+    """Each rule's secrets hold one of the screen's literals or keywords: a rule added without its literal
+    fails here for its own samples."""
+    for text in (sample.secret, f"see {sample.secret} here", sample.text):
+        assert redact.scan(text) == full_scan(text), text
+
+
 def test_findings_say_where_and_what_but_not_the_secret():
     text = "first AKIA" + corpus.fake("f", 16, corpus.UPPER) + " then password=Zx81kq0pLm"
     out, findings = redact.redact_findings(text)
