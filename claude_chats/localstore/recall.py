@@ -270,9 +270,9 @@ def _cleaner(redacted):
         redacted = redacted()
     if not redacted:
         return None
-    from ..redact import redact
+    from ..redact import screened
 
-    return redact
+    return screened   # ``redact``, without importing ``re`` for a text that cannot hold a secret
 
 
 def _recorded(text, limit, clean=None):
