@@ -279,7 +279,8 @@ def _hf_kind(m):
 
 
 # The literals every match of a token rule begins with (``_token_rules``: a new rule adds its own here;
-# tests/test_redact.py checks each rule's patterns against them).
+# tests/test_redact.py checks that every secret of the corpus, alone and in words, holds one of them or a
+# context keyword).
 _TOKEN_LITERALS = ("-----BEGIN ", "eyJ", "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AIza", "ghp_", "gho_", "ghu_",
                    "ghs_", "ghr_", "github_pat_", "glpat-", "GOCSPX-", "ya29.", "xox", "xapp-", "k_live_", "k_test_",
                    "whsec_", "npm_", "pypi-AgE", "hf_", "SG.")
