@@ -237,13 +237,19 @@ def _move_out(conn, name, size, into, point, on_step):
 
 
 def to_combine(conn):
-    """``[(newer, older)]``: the first pair of neighbouring sealed parts, newest first, that together hold at
-    most ``PART_ROWS`` and a quarter (two parts of an older, smaller size; two a purge thinned), or []."""
+    """``(newer, older)``: the first pair of neighbouring sealed parts, newest first, small enough to be one
+    (``_together``: two parts of an older, smaller size; two a purge thinned), or None."""
     parts = tables(conn)[1:]
     for newer, older in zip(parts, parts[1:]):
-        if rows(conn, newer) + rows(conn, older) <= PART_ROWS + PART_ROWS // 4:
-            return [(newer, older)]
-    return []
+        if _together(rows(conn, newer), rows(conn, older)):
+            return newer, older
+    return None
+
+
+def _together(newer, older):
+    """Whether parts of ``newer`` and ``older`` messages are combined: together at most ``PART_ROWS`` and a
+    quarter."""
+    return newer + older <= PART_ROWS + PART_ROWS // 4
 
 
 def drop_empty(conn):
@@ -264,7 +270,7 @@ def to_move(conn):
     sizes = [n for n in sizes if n <= SPLIT_ABOVE]   # (a split's parts are whole: none is combined)
     i = 0
     while i + 1 < len(sizes):
-        if sizes[i] + sizes[i + 1] <= PART_ROWS + PART_ROWS // 4:
+        if _together(sizes[i], sizes[i + 1]):
             moving += sizes[i + 1]
             sizes[i] += sizes.pop(i + 1)
         else:
@@ -287,11 +293,9 @@ def maintain(conn, on_step=None):
     for name in tables(conn)[1:]:
         if rows(conn, name) > SPLIT_ABOVE:
             split(conn, name, on_step=step)
-    while True:
-        pairs = to_combine(conn)
-        if not pairs:
-            return moved
-        combine(conn, *pairs[0], on_step=step)
+    while (pair := to_combine(conn)) is not None:
+        combine(conn, *pair, on_step=step)
+    return moved
 
 
 def segments(conn, name):
@@ -327,12 +331,7 @@ def merge(conn, name, pages=None, on_step=None):
 
 def merge_parts(conn, on_step=None):
     """``merge`` every sealed part in more than one segment, newest first. Returns the parts merged."""
-    merged = 0
-    for name in tables(conn)[1:]:
-        if segments(conn, name) > 1:
-            merge(conn, name, on_step=on_step)
-            merged += 1
-    return merged
+    return sum(1 for name in tables(conn)[1:] if merge(conn, name, on_step=on_step))   # 0 steps: one segment
 
 
 def rebuild(conn):
