@@ -290,10 +290,14 @@ def respond(payload, conn):
             context = recall.session_context(conn, session, source, redacted=context_redacted)
     elif event == "UserPromptSubmit" and isinstance(payload.get("prompt"), str) and not marked(payload) \
             and recall_hints_on():
+        from .localstore.hints import recall_hints
+
+        hints = recall_hints(conn, payload["prompt"], session)
+        if not hints:
+            return None
         from .localstore import recall
 
-        hints = recall.recall_hints(conn, payload["prompt"], session)
-        context = recall.hint_context(hints, redacted=context_redacted) if hints else None
+        context = recall.hint_context(hints, redacted=context_redacted)
     else:
         return None
     if not context:

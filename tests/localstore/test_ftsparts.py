@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from claude_chats import paths
 from claude_chats.cli import main
 from claude_chats.faults import ENV
-from claude_chats.localstore import bm25, fts, ftsparts, recall
+from claude_chats.localstore import bm25, fts, ftsparts
+from claude_chats.localstore import hints as hintsmod
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.core import Filters, Plan
@@ -263,13 +264,13 @@ def test_the_hooks_hints_over_parts_score_as_over_one_table(tmp_path):
             "WHERE messages_fts MATCH ?", ('"quokka" OR "retry" OR "step3" OR "deploy"',))}
         split_into_parts(conn, 30)
         assert len(ftsparts.tables(conn)) > 3
-        hints = recall.recall_hints(conn, prompt, "sess-now", strength=0.01)
+        hints = hintsmod.recall_hints(conn, prompt, "sess-now", strength=0.01)
         assert len(hints) >= 2 and {h["session_id"] for h in hints} <= set(sessions)
         assert hints[0]["score"] == max(one.values())
         assert all(h["score"] == one[(h["session_id"], h["seq"])] for h in hints)
         # without a current session (a library call) the same hints: none of them is left out
-        assert recall.recall_hints(conn, prompt, None, strength=0.01) == hints
-        assert sessions[1] not in {h["session_id"] for h in recall.recall_hints(conn, prompt, sessions[1], strength=0.01)}
+        assert hintsmod.recall_hints(conn, prompt, None, strength=0.01) == hints
+        assert sessions[1] not in {h["session_id"] for h in hintsmod.recall_hints(conn, prompt, sessions[1], strength=0.01)}
 
 
 @pytest.mark.parametrize("lookups", [0, 10_000], ids=["filtered", "looked-up"])
@@ -280,7 +281,7 @@ def test_the_hooks_hints_rank_only_messages_able_to_reach_the_bar_and_find_what_
     idf x (k1 + 1); a word no message holds, nothing), in the tables holding them, filtered from a table's
     matches or looked up one by one (``ABLE_LOOKUPS``): the hints are those of ranking every match, at any
     strength, and at the default strength far fewer messages are ranked."""
-    monkeypatch.setattr(recall, "ABLE_LOOKUPS", lookups)
+    monkeypatch.setattr(hintsmod, "ABLE_LOOKUPS", lookups)
     sessions = import_sessions(tmp_path, [40, 35, 50, 30, 45], marks={1: "quokka", 3: "quokka numbat"})
     own = ["zq" + s.replace("-", "") for s in sessions]
     prompts = [f"{own[0]} step3 rollback", f"quokka numbat {own[3]} retry", f"{own[1]} {own[2]} item7 xylophonic",
@@ -294,7 +295,7 @@ def test_the_hooks_hints_rank_only_messages_able_to_reach_the_bar_and_find_what_
         return score(self, api)
 
     monkeypatch.setattr(bm25.Ranker, "_score", counted)
-    real_able = recall._able
+    real_able = hintsmod._able
 
     def watched(*args):
         found = real_able(*args)
@@ -308,13 +309,13 @@ def test_the_hooks_hints_rank_only_messages_able_to_reach_the_bar_and_find_what_
         ranked_with = ranked_every = 0
         for strength in (0.01, 0.3, 0.6, 1.0, 1.9):
             for prompt in prompts:
-                monkeypatch.setattr(recall, "_able", watched)
+                monkeypatch.setattr(hintsmod, "_able", watched)
                 ranked[0] = 0
-                hints = recall.recall_hints(conn, prompt, None, strength=strength)
+                hints = hintsmod.recall_hints(conn, prompt, None, strength=strength)
                 ranked_with += ranked[0] if strength == 1.9 else 0
-                monkeypatch.setattr(recall, "_able", lambda *args: None)   # every match ranked, as before
+                monkeypatch.setattr(hintsmod, "_able", lambda *args: None)   # every match ranked, as before
                 ranked[0] = 0
-                assert recall.recall_hints(conn, prompt, None, strength=strength) == hints, (prompt, strength)
+                assert hintsmod.recall_hints(conn, prompt, None, strength=strength) == hints, (prompt, strength)
                 ranked_every += ranked[0] if strength == 1.9 else 0
         assert any(a for a in able) and any(a == {} for a in able) and None in able   # each way taken
         if parts:   # at the default strength (the Python ranker scores each ranked message; one table: FTS5's)
