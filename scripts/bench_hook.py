@@ -9,9 +9,11 @@ floor; 30 MB within 1.15x of 3 MB). A third case stores into a journal with
 the ``journal_redact`` setting on (the budget is stated for the default, off).
 Stop payloads carry ``last_assistant_message`` (the text of the last assistant
 line appended, as when the line is there in time: the hook checks it is stored).
-Two more cases run ``UserPromptSubmit`` with a prompt sharing words with the
-journal: with the ``recall_hints`` probe on (the default; budget 1.5x the floor)
-and off (1.3x). One more stores with the ``exclude_projects`` setting in the config file (a folder
+Three more cases run ``UserPromptSubmit`` with a prompt sharing words with the
+journal: with the ``recall_hints`` probe on (the default; budget 1.5x the floor),
+the same with the journal's memo of common words emptied before each run (the
+first prompt with those words: they are counted again, and remembered), and off
+(1.3x). One more stores with the ``exclude_projects`` setting in the config file (a folder
 and a glob that do not match: what every turn of someone who uses the setting pays).
 ``--compare DIR`` adds a case running the hook from another copy of the
 package (``git archive HEAD claude_chats | tar -x -C DIR``), interleaved, so a
@@ -104,6 +106,29 @@ def payload_of(case):
     return json.dumps({**base, "hook_event_name": "Stop", "last_assistant_message": last_answer(case["next"])}).encode()
 
 
+def forget_common_words(home):
+    """Empty the journal's memo of common words (``localstore.hints``), as before a prompt whose words no
+    prompt had before: the rows, to put back after the run (the other prompt cases find them as they were)."""
+    import apsw
+    conn = apsw.Connection(os.path.join(home, "journal.db"))
+    conn.set_busy_timeout(5000)
+    with conn:
+        rows = conn.execute("SELECT word, at_least FROM common_words").fetchall()
+        conn.execute("DELETE FROM common_words")
+    conn.close()
+    return rows
+
+
+def remember_common_words(home, rows):
+    import apsw
+    conn = apsw.Connection(os.path.join(home, "journal.db"))
+    conn.set_busy_timeout(5000)
+    with conn:
+        conn.execute("DELETE FROM common_words")
+        conn.executemany("INSERT INTO common_words (word, at_least) VALUES (?, ?)", rows)
+    conn.close()
+
+
 def pct(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -139,6 +164,7 @@ def main():
     variants = [("3MB", 3 << 20, env), ("30MB", 30 << 20, env), ("3MB, journal_redact on", 3 << 20, redacting),
                 ("3MB, exclude_projects set", 3 << 20, excluding),
                 ("3MB, UserPromptSubmit, recall hints on", 3 << 20, env),
+                ("3MB, UserPromptSubmit, recall hints on, words not remembered", 3 << 20, env),
                 ("3MB, UserPromptSubmit, recall hints off", 3 << 20, dict(env, CLAUDE_CHATS_RECALL_HINTS="off"))]
     if args.compare:
         subprocess.run([sys.executable, "-m", "compileall", "-q", args.compare], check=True)
@@ -161,12 +187,15 @@ def main():
         floor["wall"].append(w)
         floor["rss"].append(r)
         floor["cpu"].append(c)
-        for case in cases.values():
+        for label, case in cases.items():
             with open(case["path"], "a") as fh:
                 for _ in range(2):
                     fh.write(synthetic_line(case["next"], case["session"]))
                     case["next"] += 1
+            kept = forget_common_words(home) if "not remembered" in label else None
             w, r, c = timed([hook], payload_of(case), case["env"])
+            if kept is not None:
+                remember_common_words(home, kept)
             case["wall"].append(w)
             case["rss"].append(r)
             case["cpu"].append(c)
@@ -188,8 +217,10 @@ def main():
     print(f"ratio hook(3MB, exclude_projects set) / floor p50: {he / f50:.2f}x  (+{1000 * (he - h3):.1f} ms over unset)")
     on = statistics.median(cases["3MB, UserPromptSubmit, recall hints on"]["wall"])
     off = statistics.median(cases["3MB, UserPromptSubmit, recall hints off"]["wall"])
+    cold = statistics.median(cases["3MB, UserPromptSubmit, recall hints on, words not remembered"]["wall"])
     print(f"ratio hook(UserPromptSubmit, hints on) / floor p50: {on / f50:.2f}x  (budget 1.50x); "
-          f"hints off: {off / f50:.2f}x  (budget 1.30x); on / off {on / off:.2f}x")
+          f"hints off: {off / f50:.2f}x  (budget 1.30x); on / off {on / off:.2f}x; "
+          f"its common words not remembered: {cold / f50:.2f}x")
     if args.compare:
         hc = statistics.median(cases["3MB, code from --compare"]["wall"])
         print(f"ratio hook(3MB, --compare) / floor p50: {hc / f50:.2f}x  (this code: {h3 / f50:.2f}x)")

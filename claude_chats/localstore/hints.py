@@ -13,10 +13,12 @@ can be ranked. Most prompts stop before that: too few words, or only words too c
 
 import math
 
+import apsw
+
 from .. import transcript
 from ..words import MATCH_ROWS, STOPWORDS, alnum_words, selective
 from . import ftsparts
-from .db import Snapshot, session_name
+from .db import BUSY_TIMEOUT_MS, Immediate, Snapshot, session_name
 
 _SESSION_NAME = session_name()
 REDACT_MARGIN = 1000       # characters read and redacted past what is shown, as the MCP pages do (searcher)
@@ -47,12 +49,16 @@ def prompt_terms(prompt):
 
 def recall_hints(conn, prompt, session_id=None, strength=HINT_STRENGTH):
     """``_recall_hints`` in one snapshot of the journal (a part dropped or sealed meanwhile is not asked
-    half-way)."""
+    half-way); then the words it found common are remembered (``remember_common``)."""
+    found = []
     with Snapshot(conn):
-        return _recall_hints(conn, prompt, session_id, strength)
+        hints = _recall_hints(conn, prompt, session_id, strength, found)
+    if found:
+        remember_common(conn, found)
+    return hints
 
 
-def _recall_hints(conn, prompt, session_id, strength):
+def _recall_hints(conn, prompt, session_id, strength, found):
     """Up to ``HINTS`` other sessions whose best message strongly matches ``prompt``:
     ``[{session_id, seq, name, last_at, score, matched, text}]``, best first; [] when none is strong
     (``text``: the message's first ``SNIPPET_CHARS`` + ``REDACT_MARGIN`` characters and one more, as
@@ -61,7 +67,8 @@ def _recall_hints(conn, prompt, session_id, strength):
     A strong match: the message's bm25 reaches ``strength`` x ln(journal size) and it holds at least
     ``HINT_MIN_TERMS`` and ``HINT_MIN_SHARE`` of the prompt's words. The current session and its
     subagents, a fork's copies, tool output and machine-made sessions (scripts, SDK runs) are left
-    out: a hint must point somewhere new, and somewhere a person was.
+    out: a hint must point somewhere new, and somewhere a person was. The words found held by more than
+    ``MATCH_ROWS`` messages, not known to be before, are added to ``found``.
     """
     terms = prompt_terms(prompt)
     if len(terms) < HINT_MIN_TERMS:
@@ -69,7 +76,7 @@ def _recall_hints(conn, prompt, session_id, strength):
     size = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0
     min_score = strength * math.log(max(size, 2))
     names = ftsparts.tables(conn)
-    counts = [ftsparts.count_matches(conn, _quote(t), MATCH_ROWS + 1, names) for t in terms]   # each read bounded
+    counts = word_counts(conn, terms, names, found)
     probed, how = selective(terms, counts, size)   # as search does: the rarest words when all would match too much
     if how == "all":
         return []   # only common words: nothing specific to point at, and no need to rank them
@@ -108,6 +115,66 @@ def _recall_hints(conn, prompt, session_id, strength):
                       "score": round(score, 2), "matched": matched,
                       "text": content[:SNIPPET_CHARS + REDACT_MARGIN + 1]})
     return hints
+
+
+COMMON_WORDS = 10_000   # words ``common_words`` remembers at most
+COMMON_CHARS = 64       # ... each at most this long (a word that common is short)
+
+
+def word_counts(conn, terms, names, found=None):
+    """How many messages hold each of ``terms``, each counted up to ``MATCH_ROWS + 1`` (``count_matches``:
+    a read bounded by the cap), or that cap at once for a word ``common_words`` knows reached it (the
+    same number: a common word's count costs 0.1-0.2 ms a full-text table, a known one nothing). The
+    words counted to the cap go into ``found`` (a list), to be remembered."""
+    limit = MATCH_ROWS + 1
+    keys = [_common_key(t) for t in terms]
+    known = known_common(conn, [k for k in keys if k], limit)
+    counts = []
+    for term, key in zip(terms, keys):
+        if key in known:
+            counts.append(limit)
+            continue
+        counts.append(ftsparts.count_matches(conn, _quote(term), limit, names))
+        if counts[-1] >= limit and key and found is not None:
+            found.append(key)
+    return counts
+
+
+def _common_key(word):
+    """The key a word is remembered by: lower case when ASCII (FTS5's unicode61 folds ASCII case the same
+    way), else as typed; None when too long to keep."""
+    if len(word) > COMMON_CHARS:
+        return None
+    return word.lower() if word.isascii() else word
+
+
+def known_common(conn, keys, at_least):
+    """The ``keys`` that ``common_words`` knows are held by at least ``at_least`` messages."""
+    if not keys:
+        return set()
+    try:
+        return {w for (w,) in conn.execute(f"SELECT word FROM common_words WHERE at_least >= ? AND word IN "
+                                           f"({','.join('?' * len(keys))})", (at_least, *keys))}
+    except apsw.SQLError:   # a journal this version has not migrated (a read-only copy): nothing known
+        return set()
+
+
+def remember_common(conn, keys):
+    """Remember that ``keys`` reached the count cap (``common_words``), in a transaction of its own
+    that waits for no other writer: a memo, skipped when the journal is busy, read-only, or the caller
+    holds a transaction. Never raises."""
+    if conn.in_transaction:
+        return
+    try:
+        conn.set_busy_timeout(0)
+        with Immediate(conn):
+            conn.executemany("INSERT OR IGNORE INTO common_words (word, at_least) SELECT ?, ? "
+                             "WHERE (SELECT count(*) FROM common_words) < ?",
+                             [(k, MATCH_ROWS + 1, COMMON_WORDS) for k in keys])
+    except apsw.Error:
+        pass
+    finally:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
 
 BM25_K1 = 1.2   # FTS5's
