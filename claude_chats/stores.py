@@ -9,8 +9,6 @@ needs it (``open_embedder``). ``open_store(settings)`` gives the ``PgStore`` syn
 from . import config, scrub
 from .localstore.search import LocalSearch
 from .models import embedder
-from .pgstore.search import PgLink
-from .pgstore.store import PgStore
 from .search.searcher import Searcher
 
 # seconds an MCP search waits for a network embedding provider before answering from full text
@@ -31,6 +29,8 @@ def open_searcher(settings=None, journal_path=None, use_postgres=True, wait=1.5,
     local = LocalSearch.open(journal_path) if use_journal else None
     remote = None
     if use_postgres and settings.database_url:
+        from .pgstore.search import PgLink   # (psycopg: 50-60 ms of a process that searches the journal alone)
+
         remote = PgLink(settings.database_url, settings.allow_insecure_remote, wait=wait, retry_after=retry_after)
         remote.start()
     # the configured embedded text: the space sync writes
@@ -53,4 +53,6 @@ def open_store(settings):
     """
     if not settings.database_url:
         return None
+    from .pgstore.store import PgStore
+
     return PgStore.open(settings.database_url, settings.allow_insecure_remote)
