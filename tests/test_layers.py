@@ -194,3 +194,17 @@ def test_a_store_module_imports_alone(name):
            f"print(any(m.startswith('claude_chats.{other}') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_search_of_the_journal_alone_imports_no_postgres_driver(tmp_path):
+    """Without a database configured, ``chats search`` (as the MCP server's stores) never imports psycopg
+    or the Postgres store: 50-60 ms of every such process."""
+    env = {"CLAUDE_CHATS_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    code = ("import sys; from claude_chats.cli import main\n"
+            "try:\n    main(['search', 'anything', '--mode', 'fulltext'])\nexcept SystemExit:\n    pass\n"
+            "from claude_chats.stores import open_searcher\nopen_searcher(use_postgres=True).close()\n"
+            "sys.stderr.write(' '.join(sorted(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    loaded = set(proc.stderr.split())
+    assert "claude_chats.localstore.search" in loaded, proc.stderr[-2000:]
+    assert not {m for m in loaded if m.startswith(("psycopg", "claude_chats.pgstore"))}
