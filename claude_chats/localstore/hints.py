@@ -174,7 +174,7 @@ def remember_common(conn, keys):
     except apsw.Error:
         pass
     finally:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)   # every journal connection's (``db.connect``)
 
 
 BM25_K1 = 1.2   # FTS5's
@@ -236,8 +236,6 @@ def _best_of_every_table(names, ranker, match, able=None):
 
 def _quote(word):
     return '"' + word.replace('"', '""') + '"'
-
-
 
 
 def _matched(terms, content):
