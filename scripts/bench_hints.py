@@ -33,7 +33,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claude_chats.localstore import hints, recall  # noqa: E402
+from claude_chats.localstore import hints as hintsmod  # noqa: E402
+from claude_chats.localstore import recall  # noqa: E402
 from claude_chats.config import SETTINGS  # noqa: E402
 from claude_chats.localstore.journal import Journal, discover  # noqa: E402
 
@@ -49,7 +50,7 @@ def score(records, conn, split, strength):
     for r in records:
         if r["split"] != split:
             continue
-        hints = hints.recall_hints(conn, r["prompt"], r["current_session_id"], strength=strength)
+        hints = hintsmod.recall_hints(conn, r["prompt"], r["current_session_id"], strength=strength)
         relevant = set(r["relevant_session_ids"])
         ok = any(h["session_id"] in relevant or root(h["session_id"]) in {root(x) for x in relevant}
                  for h in hints)
@@ -76,7 +77,7 @@ def startup_score(records, conn, split, count):
                   if 'session_id "' in line}
         shown += bool(listed)
         useful += bool(listed & relevant)
-        hints = hints.recall_hints(conn, r["prompt"], None)
+        hints = hintsmod.recall_hints(conn, r["prompt"], None)
         hinted_right += any(root(h["session_id"]) in relevant for h in hints)
     return {"starts": starts, "shown": shown, "useful": useful, "wanted": wanted, "hinted_right": hinted_right}
 
@@ -99,8 +100,8 @@ def main(argv=None):
                 print(f"  dev     strength {strength:4.2f}: precision {s['precision']:.2f}  recall "
                       f"{s['recall']:.2f}  ({s['hinted']} of {s['prompts']} prompts hinted)")
         for split in ("dev", "heldout"):
-            s = score(records, journal.conn, split, hints.HINT_STRENGTH)
-            print(f"{split:8s} strength {hints.HINT_STRENGTH:4.2f} (shipped): precision {s['precision']:.2f}  "
+            s = score(records, journal.conn, split, hintsmod.HINT_STRENGTH)
+            print(f"{split:8s} strength {hintsmod.HINT_STRENGTH:4.2f} (shipped): precision {s['precision']:.2f}  "
                   f"recall {s['recall']:.2f}  ({s['hinted']} of {s['prompts']} prompts hinted)")
         for split in ("dev", "heldout"):
             for count in (1, 3, 5):
@@ -112,7 +113,7 @@ def main(argv=None):
                       f"names it for {s['useful']}, the hints on the first prompt for {s['hinted_right']}")
         started = time.perf_counter()
         for r in records:
-            hints.recall_hints(journal.conn, r["prompt"], r["current_session_id"])
+            hintsmod.recall_hints(journal.conn, r["prompt"], r["current_session_id"])
         per = (time.perf_counter() - started) / len(records) * 1e3
         print(f"probe cost: {per:.2f} ms per prompt (in process; the hook's figures: scripts/bench_hook.py)")
         started = time.perf_counter()
