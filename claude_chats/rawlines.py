@@ -101,9 +101,16 @@ class UnpackError(ValueError):
 
 def unpack(blob, limit=LINE_LIMIT):
     """The line's bytes, from a packed or an unpacked row; ``UnpackError`` for a packed row that is
-    not a whole zlib stream or unpacks to more than ``limit`` bytes (never more is allocated)."""
+    not a whole zlib stream or unpacks to more than ``limit`` bytes (never more is allocated), and for
+    a line that refers to its messages' text (``REFERS``: only the journal can read it back)."""
+    if blob[:1] == REFERS:
+        raise UnpackError("a kept line refers to its messages' text: only its journal can read it back")
     if not is_packed(blob):
         return blob
+    return _inflate(blob, limit)
+
+
+def _inflate(blob, limit):
     import zlib
 
     from .linedict import DICTIONARIES, dictionary_id
@@ -131,16 +138,19 @@ def unpack(blob, limit=LINE_LIMIT):
 SESSION_LIMIT = 1 << 30
 
 
-def unpack_rows(rows, limit=SESSION_LIMIT):
+def unpack_rows(rows, limit=SESSION_LIMIT, read=None):
     """``{conversation: [(key, parent, line bytes or None)]}`` from ``(conversation, key, parent, row's
-    line or None)`` in order, each line unpacked (``unpack``); ``UnpackError`` past ``limit`` bytes in all."""
+    line or None)`` in order, each line unpacked (``unpack``); ``UnpackError`` past ``limit`` bytes in all.
+    ``read(conversation, line, packed, limit)``: how the journal reads its rows, which then carry
+    ``packed`` fifth (``localstore.keptlines``: lines that refer to their messages' text)."""
     out, left = {}, limit
-    for conversation, key, parent, line in rows:
+    for conversation, key, parent, line, *packed in rows:
         raw = None
         if line is not None:
             if left <= 0:   # (a max_length of 0 is no bound at all)
                 raise UnpackError(f"the kept lines unpack to more than {limit} bytes")
-            raw = unpack(line, min(LINE_LIMIT, left))
+            bound = min(LINE_LIMIT, left)
+            raw = unpack(line, bound) if read is None else read(conversation, line, packed[0], bound)
             left -= len(raw)
         out.setdefault(conversation, []).append((key, parent, raw))
     return out
@@ -149,6 +159,144 @@ def unpack_rows(rows, limit=SESSION_LIMIT):
 def is_packed(blob):
     """zlib streams start with 0x78 ('x'); a JSON line with '{' (or white space)."""
     return blob[:1] == b"x"
+
+
+# -- lines that refer to their messages' text ------------------------------------------------
+#
+# Most of a kept line is the text of the messages made from it, which the journal holds already
+# (``messages.content``). ``refer`` takes each JSON string of the line that holds, byte for byte, the
+# JSON of one of those texts (the whole string, or all of it but the white space around it, which
+# the parser strips) and leaves its message's id in place of the text's bytes (``\x00<id>\x00``: a
+# raw NUL is in no line that is referred, JSON escapes it); ``rebuild`` puts the texts back. The
+# journal stores such a line packed behind ``REFERS`` (``raw_lines.packed`` = ``REFERRING``); a
+# message it names is deleted only with it (the same session, the same time:
+# ``localstore.keptlines``). A message rewritten by the redaction comes back redacted in its line:
+# the string holds the message's JSON, whatever its text becomes.
+
+REFERS = b"\x01"        # first byte of a referring line: it starts no JSON line and no zlib stream
+REFERRING = 2           # raw_lines.packed of a referring line (1: packed whole, 0: as read)
+MIN_REFERRED = 48       # bytes of JSON: a shorter text stays in the line (a reference is 4-10 bytes)
+_MARK = None            # re.compile'd on first use (``re`` is not imported on the hook's path)
+_ESCAPE = None
+_BLANKS = (b"\\n", b"\\r", b"\\t")   # white space as JSON writes it in a string, besides the space
+
+
+def text_json(text):
+    """The JSON string of ``text`` (quoted) as Claude Code writes it: non-ASCII as it is; a lone
+    surrogate, which UTF-8 cannot hold, escaped (JavaScript's ``JSON.stringify`` does the same)."""
+    try:
+        return jsonl._quote_utf8(text).encode("utf-8")
+    except UnicodeEncodeError:
+        return jsonl._quote(text).encode("ascii")
+
+
+def refer(raw, texts):
+    """``raw`` with each text of ``texts`` (``[(message id, text)]``) that one of its JSON strings holds
+    (whole, or with white space around it) replaced by a reference; None when none is (or the line
+    holds a raw NUL)."""
+    if b"\x00" in raw:
+        return None
+    wanted = {}
+    for mid, text in texts:
+        if len(text) * 6 + 2 >= MIN_REFERRED:   # (a character is at most 6 bytes of JSON)
+            quoted = text_json(text)
+            if len(quoted) >= MIN_REFERRED:
+                wanted.setdefault(quoted[1:-1], int(mid))
+    spans = []
+    for inner, mid in wanted.items():
+        at = raw.find(inner)
+        while at >= 0:
+            end = at + len(inner)
+            opening = _blank_before(raw, at)
+            if raw[opening:opening + 1] == b'"' and _blank_after(raw, end) and _starts_string(raw, opening):
+                spans.append((at, end, mid))
+            at = raw.find(inner, end)
+    if not spans:
+        return None
+    spans.sort()
+    parts, last = [], 0
+    for start, end, mid in spans:
+        if start >= last:   # (two texts found in one string: the first is referred)
+            parts += [raw[last:start], b"\x00%d\x00" % mid]
+            last = end
+    parts.append(raw[last:])
+    return b"".join(parts)
+
+
+def _blank_before(raw, at):
+    """Where the white space (as a JSON string writes it) just before ``at`` starts, less one."""
+    while at > 0:
+        if raw[at - 1] == 0x20:
+            at -= 1
+        elif at >= 2 and raw[at - 2:at] in _BLANKS:
+            at -= 2
+        else:
+            break
+    return at - 1
+
+
+def _blank_after(raw, at):
+    """Whether only white space (as a JSON string writes it) is between ``at`` and a quote."""
+    size = len(raw)
+    while at < size:
+        if raw[at] == 0x20:
+            at += 1
+        elif raw[at:at + 2] in _BLANKS:
+            at += 2
+        else:
+            return raw[at] == 0x22
+    return False
+
+
+def _starts_string(raw, at):
+    """Whether the quote at ``at`` opens a JSON string: outside every string before it (an even count
+    of quotes once the escapes are taken out, and no backslash escaping it)."""
+    global _ESCAPE
+    if _ESCAPE is None:
+        import re
+        _ESCAPE = re.compile(rb"\\.", re.S)
+    before = _ESCAPE.sub(b"", raw[:at])
+    return not before.endswith(b"\\") and before.count(b'"') % 2 == 0
+
+
+def referred(marked):
+    """The message ids a referring line's bytes name."""
+    return {int(m) for m in _marks().findall(marked)}
+
+
+def rebuild(marked, texts, limit=LINE_LIMIT):
+    """The line's bytes: each reference of ``marked`` replaced by its message's text as JSON writes it
+    (``texts``: ``{id: text}``); ``UnpackError`` for a message that is not there, or past ``limit`` bytes."""
+    def text(match):
+        found = texts.get(int(match.group(1)))
+        if found is None:
+            raise UnpackError(f"a kept line refers to message {int(match.group(1))}, which its journal no longer has")
+        return text_json(found)[1:-1]
+
+    raw = _marks().sub(text, marked)
+    if len(raw) > limit:
+        raise UnpackError(f"a kept line unpacks to more than {limit} bytes")
+    return raw
+
+
+def _marks():
+    global _MARK
+    if _MARK is None:
+        import re
+        _MARK = re.compile(rb"\x00([0-9]{1,18})\x00")
+    return _MARK
+
+
+def pack_referring(marked):
+    """A referring line's bytes (``refer``) packed behind ``REFERS``."""
+    return REFERS + pack(marked)
+
+
+def unpack_referring(blob, limit=LINE_LIMIT):
+    """The bytes of a referring line, its references in place (``rebuild`` puts the texts back)."""
+    if blob[:1] != REFERS:
+        raise UnpackError("a kept line marked as referring to its messages' text does not")
+    return _inflate(blob[1:], limit)
 
 
 # -- redaction inside the JSON ---------------------------------------------------------------

@@ -23,13 +23,13 @@ from claude_chats.redact import redact
 from claude_chats.sync.redactpool import Redactor
 from tests.support import ROOT, lines
 from tests.support.hooks import hook_event
+from tests.support.journals import kept_line_bytes
 from tests.support.keyed_secrets import (PASSWORD, SESSION, keyed_transcript, leaks, restored_elsewhere, run_chats,
                                          synced)
 
 def _kept_lines(journal_file):
     with Journal.open(str(journal_file)) as journal:
-        return [rawlines.unpack(line).decode() for (line,) in
-                journal.conn.execute("SELECT line FROM raw_lines WHERE line IS NOT NULL")]
+        return [line.decode() for line in kept_line_bytes(journal.conn)]
 
 
 def test_keyed_secrets_reach_neither_postgres_nor_another_machines_restore(pg_db_url, test_model_path, tmp_path,

@@ -17,6 +17,7 @@ import psycopg
 
 from claude_chats import paths, rawlines
 from claude_chats.faults import ENV as SYNC_DIE_AT
+from claude_chats.localstore import keptlines
 from claude_chats.localstore.journal import Journal
 from tests.support.keyed_secrets import leaks, restored_elsewhere, run_chats, synced
 from tests.support.machines import hostile_role
@@ -34,8 +35,8 @@ def _pushed_in_clear(url):
     """Postgres' kept lines replaced by the journal's, as written (nothing redacted), each packed with
     zlib: what a version before issue 21 pushed for a line whose secrets only their keys name."""
     with Journal.open(paths.journal_path()) as journal:
-        raw = {key: rawlines.unpack(line) for key, line in journal.conn.execute(
-            "SELECT key, line FROM raw_lines WHERE line IS NOT NULL")}
+        raw = {key: keptlines.read_line(journal.conn, session, line, packed) for key, session, line, packed in
+               journal.conn.execute("SELECT key, session_id, line, packed FROM raw_lines WHERE line IS NOT NULL")}
     with psycopg.connect(url) as conn:
         for key, line in raw.items():
             assert conn.execute("UPDATE raw_lines SET line = %s WHERE line_key = %s",

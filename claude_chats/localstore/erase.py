@@ -32,7 +32,7 @@ import apsw
 
 from .. import rawlines, times
 from ..errors import ConfigError
-from . import ftsparts, vectors, writer
+from . import ftsparts, keptlines, vectors, writer
 from .db import Immediate, get_state, set_state
 
 KINDS = ("session", "project")
@@ -302,21 +302,23 @@ def _rewrite_kept_lines(conn, clean, dry_run):
     """Kept transcript lines redacted inside their JSON strings; how many changed."""
     count, after = 0, 0
     while True:
-        rows = conn.execute("SELECT id, line FROM raw_lines WHERE id > ? AND line IS NOT NULL ORDER BY id LIMIT ?",
-                            (after, REWRITE_BATCH)).fetchall()
+        rows = conn.execute("SELECT id, session_id, key, created_at, line, packed FROM raw_lines "
+                            "WHERE id > ? AND line IS NOT NULL ORDER BY id LIMIT ?", (after, REWRITE_BATCH)).fetchall()
         if not rows:
             return count
         after = rows[-1][0]
         changed = []
-        for rid, line in rows:
-            raw = rawlines.unpack(line)
+        for rid, session, key, created, line, packed in rows:
+            # a line referring to its messages' text reads them as rewritten above: redacted there
+            raw = keptlines.read_line(conn, session, line, packed)
             new = rawlines.redact_line(raw, clean)
             if new is not raw:   # None: a line the redaction cannot read, kept as a link
-                changed.append((None if new is None else rawlines.pack(new), rid))
+                changed.append((*((None, 1) if new is None else keptlines.pack_line(conn, session, key, created, new)),
+                                rid))
         count += len(changed)
         if changed and not dry_run:
             with Immediate(conn):
-                conn.executemany("UPDATE raw_lines SET line = ?, packed = 1 WHERE id = ?", changed)
+                conn.executemany("UPDATE raw_lines SET line = ?, packed = ? WHERE id = ?", changed)
 
 
 def _rewrite_sessions(conn, clean, dry_run):

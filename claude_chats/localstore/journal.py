@@ -10,7 +10,7 @@ import os
 from .. import paths, rawlines, transcript
 from ..errors import SessionNotFound
 from ..search.core import NEIGHBOUR_READ, shorten
-from . import counts, db, ftsparts, writer
+from . import counts, db, ftsparts, keptlines, writer
 
 
 class Journal:
@@ -37,7 +37,7 @@ class Journal:
         """Ingest each transcript file from its cursor; errors are counted, not raised.
         ``redact``: text -> text applied to what is stored (the ``journal_redact`` setting);
         ``exclude``: a ``capture.ProjectFilter`` (the ``exclude_projects`` setting)."""
-        stats = writer.IngestStats(redact=redact, exclude=exclude, pack=rawlines.pack)   # not the hook: zlib here
+        stats = writer.IngestStats(redact=redact, exclude=exclude, pack=keptlines.pack_line)   # not the hook: zlib here
         machine = writer.machine_name()
         for path in files:
             try:
@@ -122,11 +122,11 @@ class Journal:
         """``{conversation id: [(key, parent, line bytes or None)]}`` of the lines kept for restore of
         ``session_id`` and its subagents, each in order (``rawlines``: None is a link)."""
         rows = self.conn.execute(
-            "SELECT r.session_id, r.key, r.parent, r.line FROM raw_lines r WHERE r.session_id = ? "
+            "SELECT r.session_id, r.key, r.parent, r.line, r.packed FROM raw_lines r WHERE r.session_id = ? "
             "OR r.session_id IN (SELECT id FROM sessions WHERE parent_session_id = ?) "
             "OR substr(r.session_id, 1, ?) = ? ORDER BY r.session_id, r.seq",
             (session_id, session_id, len(session_id) + 7, session_id + ":agent-")).fetchall()
-        return rawlines.unpack_rows(rows)
+        return rawlines.unpack_rows(rows, read=keptlines.reader(self.conn))
 
     def in_session_order(self):
         """(id, session_id, role, kind, created_at, content) of every message, session by session."""

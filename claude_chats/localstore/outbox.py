@@ -14,7 +14,7 @@ from datetime import datetime
 
 from .. import rawlines
 from ..records import Conversation, Message, RawLine
-from . import db, ivf, vectors
+from . import db, ivf, keptlines, vectors
 from .db import Immediate
 
 _CONVERSATION_SQL = f"""
@@ -105,23 +105,30 @@ PACK_BATCH = 500
 
 
 def pack_raw_lines(conn, batch=PACK_BATCH):
-    """Compress the kept lines the hook stored as it read them; returns how many."""
+    """Compress the kept lines the hook stored as it read them, each referring to its messages' text
+    where it holds it (``keptlines``); returns how many."""
     done = 0
     while True:
-        rows = conn.execute("SELECT id, line FROM raw_lines WHERE packed = 0 ORDER BY id LIMIT ?", (batch,)).fetchall()
+        rows = conn.execute("SELECT id, session_id, key, created_at, line FROM raw_lines WHERE packed = 0 "
+                            "ORDER BY id LIMIT ?", (batch,)).fetchall()
         if not rows:
             return done
         with Immediate(conn):
-            conn.executemany("UPDATE raw_lines SET line = ?, packed = 1 WHERE id = ? AND packed = 0",
-                             [(None if line is None else rawlines.pack(line), i) for i, line in rows])
+            packed = [(None, 1) if line is None else keptlines.pack_line(conn, session, key, created, line)
+                      for _i, session, key, created, line in rows]
+            conn.executemany("UPDATE raw_lines SET line = ?, packed = ? WHERE id = ? AND packed = 0",
+                             [(blob, kind, row[0]) for (blob, kind), row in zip(packed, rows)])
         done += len(rows)
 
 
 def raw_line_rows(conn, limit=500, after_id=0):
     """The rows of the kept lines not yet in Postgres, oldest first (``id > after_id``): ``(id,
-    session, key, seq, parent, line as stored, created_at)``."""
-    return conn.execute("SELECT id, session_id, key, seq, parent, line, created_at FROM raw_lines "
+    session, key, seq, parent, line, created_at)``, the line as stored, or its bytes (unpacked) when it
+    refers to its messages' text: Postgres gets every line whole."""
+    rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at, packed FROM raw_lines "
                         "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
+    return [row[:7] if row[7] != rawlines.REFERRING else
+            (*row[:5], keptlines.read_line(conn, row[1], row[5], row[7]), row[6]) for row in rows]
 
 
 def raw_line_records(rows, lines):

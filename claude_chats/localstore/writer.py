@@ -32,8 +32,9 @@ class IngestStats:
     transaction). ``machine_made``: every session stored is flagged machine-made, whatever its
     ``entrypoint`` (the hook under ``CLAUDE_CHATS_MACHINE_MADE=1``). ``exclude``: a
     ``capture.ProjectFilter`` of the ``exclude_projects`` setting (None: no project is excluded).
-    ``pack``: bytes -> bytes compressing each kept line as it is stored (``chats import``:
-    ``rawlines.pack``); None: stored as read, for ``chats sync`` to compress (the hook: no zlib).
+    ``pack``: ``(conn, session, key, created_at, bytes) -> (blob, packed)`` compressing each kept line as
+    it is stored (``chats import``: ``keptlines.pack_line``, after the line's messages); None: stored as
+    read, for ``chats sync`` to compress (the hook: no zlib).
     """
 
     __slots__ = ("files", "bytes", "messages", "duplicates", "skipped", "sessions", "errors", "commits",
@@ -377,7 +378,7 @@ def _keep_lines(conn, lines, clean, pack=None):
         if raw is not None and clean:
             raw = rawlines.redact_line(raw, clean)
         if raw is not None and pack is not None:
-            rows.append((session, session, key, parent, pack(raw), 1, stamp))
+            rows.append((session, session, key, parent, *pack(conn, session, key, stamp, raw), stamp))
         else:
             rows.append((session, session, key, parent, raw, int(raw is None), stamp))
     conn.executemany(_KEEP_LINE, rows)

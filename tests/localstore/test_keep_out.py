@@ -8,8 +8,9 @@ import json
 
 from claude_chats import rawlines
 from claude_chats.capture import ProjectFilter
-from claude_chats.localstore import writer
+from claude_chats.localstore import keptlines, writer
 from tests.support import lines
+from tests.support.journals import kept_line_bytes
 
 SESSION = "sess-1"
 
@@ -23,8 +24,9 @@ def _texts(conn, session=SESSION):
 
 
 def _kept(conn):
-    return [(key, parent, None if line is None else rawlines.unpack(line))
-            for key, parent, line in conn.execute("SELECT key, parent, line FROM raw_lines ORDER BY seq")]
+    return [(key, parent, None if line is None else keptlines.read_line(conn, session, line, packed))
+            for session, key, parent, line, packed in conn.execute(
+                "SELECT session_id, key, parent, line, packed FROM raw_lines ORDER BY seq")]
 
 
 def _turn(prompt, answer, uid, parent=None):
@@ -48,8 +50,7 @@ def test_a_skipped_turn_is_kept_out_and_the_chain_is_joined_around_it(journal_co
     restored = [json.loads(x) for x in rawlines.relink(_kept(journal_conn))]
     assert [o["uuid"] for o in restored] == ["t1-u", "t1-a", "t3-u", "t3-a"]
     assert restored[2]["parentUuid"] == "t1-a"   # across the turn kept out
-    assert not any("4242" in rawlines.unpack(line).decode() for (line,) in
-                   journal_conn.execute("SELECT line FROM raw_lines WHERE line IS NOT NULL"))
+    assert not any(b"4242" in line for line in kept_line_bytes(journal_conn))
 
 
 def test_off_keeps_the_rest_of_the_session_out_resumes_and_subagents_too(journal_conn, tmp_path):
@@ -80,8 +81,7 @@ def test_a_prompt_queued_while_claude_works_counts_too(journal_conn, tmp_path):
                                   lines.assistant("about the pin 9931", uid="t1-b")))
     _ingest(journal_conn, path)
     assert _texts(journal_conn) == ["first about figs", "figs answered"]
-    assert not any(b"9931" in rawlines.unpack(line) for (line,) in
-                   journal_conn.execute("SELECT line FROM raw_lines WHERE line IS NOT NULL"))
+    assert not any(b"9931" in line for line in kept_line_bytes(journal_conn))
 
 
 def test_the_state_set_before_the_prompt_line_is_written_holds(journal_conn, tmp_path):

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from claude_chats import rawlines
-from claude_chats.localstore import erase, outbox, writer
+from claude_chats.localstore import erase, keptlines, outbox, writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.redact import redact
 from tests.support import ROOT, lines
@@ -34,15 +34,17 @@ def _import(journal, folder):
 
 
 def _rows(journal, session):
-    return journal.conn.execute("SELECT key, parent, line FROM raw_lines WHERE session_id = ? ORDER BY seq",
-                                (session,)).fetchall()
+    """``(key, parent, line's bytes or None)`` of the session's kept lines, as restore reads them."""
+    return [(key, parent, None if line is None else keptlines.read_line(journal.conn, session, line, packed))
+            for key, parent, line, packed in journal.conn.execute(
+                "SELECT key, parent, line, packed FROM raw_lines WHERE session_id = ? ORDER BY seq", (session,))]
 
 
 def test_lines_resuming_needs_are_kept_and_the_noise_is_not(empty_journal):
     _import(empty_journal, FIXTURES / "print-subagent")
     path = next((FIXTURES / "print-subagent").glob("*.jsonl"))
     original = [json.loads(line) for line in path.read_bytes().splitlines()]
-    kinds = {_kind(json.loads(rawlines.unpack(line))) for _k, _p, line in _rows(empty_journal, SUBAGENT) if line}
+    kinds = {_kind(json.loads(line)) for _k, _p, line in _rows(empty_journal, SUBAGENT) if line}
     assert kinds >= {"user", "assistant", "attachment/environment", "attachment/skill_listing"}
     assert not kinds & {"api-request", "api-request-blob", "api-request-shape",
                         "attachment/prompt_snapshot", "queue-operation", "last-prompt", "cost-state",
@@ -65,8 +67,9 @@ def test_restored_lines_are_the_original_bytes_and_compressed(empty_journal):
     assert outbox.pack_raw_lines(empty_journal.conn) > 0
     assert empty_journal.conn.execute("SELECT count(*) FROM raw_lines WHERE packed = 0").fetchall()[0][0] == 0
     total = stored = 0
-    for key, _parent, line in empty_journal.conn.execute("SELECT key, parent, line FROM raw_lines WHERE line IS NOT NULL"):
-        raw = rawlines.unpack(line)
+    for session, line, packed in empty_journal.conn.execute(
+            "SELECT session_id, line, packed FROM raw_lines WHERE line IS NOT NULL"):
+        raw = keptlines.read_line(empty_journal.conn, session, line, packed)
         json.loads(raw)
         total, stored = total + len(raw), stored + len(line)
     assert total / stored > 2, (total, stored)
@@ -123,8 +126,8 @@ def test_journal_redact_redacts_inside_the_json_of_kept_lines(tmp_path):
     with Journal.open(str(tmp_path / "j.db")) as journal:
         journal.import_files([str(path)], redact=redact)
         (_key, _parent, line), = _rows(journal, "sess-1")
-    obj = json.loads(rawlines.unpack(line))
-    assert SECRET not in rawlines.unpack(line).decode() and "[REDACTED:" in obj["message"]["content"]
+    obj = json.loads(line)
+    assert SECRET not in line.decode() and "[REDACTED:" in obj["message"]["content"]
     assert obj["message"]["content"].endswith('"quoted" \\ text ü')
 
 
@@ -134,7 +137,7 @@ def test_redact_journal_and_purge_reach_the_kept_lines(empty_journal, tmp_path):
     writer.ingest_file(empty_journal.conn, str(path))
     counts = erase.redact_stored(empty_journal.conn, redact)
     assert counts["lines"] == 1
-    assert all(SECRET.encode() not in rawlines.unpack(line) for _k, _p, line in _rows(empty_journal, "sess-1"))
+    assert all(SECRET.encode() not in line for _k, _p, line in _rows(empty_journal, "sess-1"))
     erase.purge_local(empty_journal.conn, erase.Target.of(session="sess-1"))
     assert _rows(empty_journal, "sess-1") == []
 

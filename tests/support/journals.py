@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 from claude_chats import config, paths
-from claude_chats.localstore import db
+from claude_chats.localstore import db, keptlines
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.searcher import Searcher
@@ -198,3 +198,10 @@ def pg_synced_journal(corpus_journal, pg_db_url):
 def hash_embedder():
     """A fresh ``HashEmbedder`` (``calls`` counts its batches)."""
     return HashEmbedder()
+
+
+def kept_line_bytes(conn, where="line IS NOT NULL", args=()):
+    """The bytes of the journal's kept lines (``raw_lines`` rows matching ``where``, in their order), as
+    ``chats restore`` reads them: a line that refers to its messages' text with the texts put back."""
+    return [keptlines.read_line(conn, session, line, packed) for session, line, packed in conn.execute(
+        f"SELECT session_id, line, packed FROM raw_lines WHERE {where} ORDER BY session_id, seq", args)]

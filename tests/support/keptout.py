@@ -7,6 +7,7 @@ from claude_chats import paths, rawlines
 from claude_chats.claudecode import project_folder_name
 from claude_chats.localstore.journal import Journal
 from tests.support import lines
+from tests.support.journals import kept_line_bytes
 
 
 def folder(project):
@@ -33,6 +34,5 @@ def stored_bytes():
             with open(os.path.join(paths.log_dir(), name), "rb") as fh:
                 out.append(fh.read())
     with Journal.open() as journal:
-        out += [rawlines.unpack(line) for (line,) in journal.conn.execute(
-            "SELECT line FROM raw_lines WHERE line IS NOT NULL")]
+        out += kept_line_bytes(journal.conn)
     return b"\n".join(out)
