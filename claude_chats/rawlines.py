@@ -103,7 +103,7 @@ def unpack(blob, limit=LINE_LIMIT):
     """The line's bytes, from a packed or an unpacked row; ``UnpackError`` for a packed row that is
     not a whole zlib stream or unpacks to more than ``limit`` bytes (never more is allocated), and for
     a line that refers to its messages' text (``REFERS``: only the journal can read it back)."""
-    if blob[:1] == REFERS:
+    if blob[:2] == REFERS:
         raise UnpackError("a kept line refers to its messages' text: only its journal can read it back")
     if not is_packed(blob):
         return blob
@@ -173,7 +173,8 @@ def is_packed(blob):
 # ``localstore.keptlines``). A message rewritten by the redaction comes back redacted in its line:
 # the string holds the message's JSON, whatever its text becomes.
 
-REFERS = b"\x01"        # first byte of a referring line: it starts no JSON line and no zlib stream
+REFERS = b"x\x00"       # the start of a referring line: no JSON line, and no zlib stream (0x7800 fails zlib's
+#   header check), so a version before this one reading such a row (``is_packed``: 'x') says "not zlib data"
 REFERRING = 2           # raw_lines.packed of a referring line (1: packed whole, 0: as read)
 MIN_REFERRED = 48       # bytes of JSON: a shorter text stays in the line (a reference is 4-10 bytes)
 _MARK = None            # re.compile'd on first use (``re`` is not imported on the hook's path)
@@ -294,9 +295,9 @@ def pack_referring(marked):
 
 def unpack_referring(blob, limit=LINE_LIMIT):
     """The bytes of a referring line, its references in place (``rebuild`` puts the texts back)."""
-    if blob[:1] != REFERS:
+    if blob[:2] != REFERS:
         raise UnpackError("a kept line marked as referring to its messages' text does not")
-    return _inflate(blob[1:], limit)
+    return _inflate(blob[2:], limit)
 
 
 # -- redaction inside the JSON ---------------------------------------------------------------

@@ -3,12 +3,13 @@
 push and a hostile line keep what they kept before."""
 
 import json
+import zlib
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_chats import rawlines
+from claude_chats import linedict, rawlines
 from claude_chats.localstore import erase, keptlines, outbox, writer
 from claude_chats.redact import redact
 from tests.support import ROOT, lines
@@ -170,6 +171,10 @@ def test_a_line_whose_message_is_gone_is_an_error_never_another_text(empty_journ
     # and ``rawlines.unpack`` (Postgres' lines, any line without its journal) never reads one
     with pytest.raises(rawlines.UnpackError, match="refers to its messages"):
         rawlines.unpack(line)
+    # a version before this one takes it for zlib (``is_packed``), names no dictionary, and zlib refuses it
+    assert rawlines.is_packed(line) and linedict.dictionary_id(line) is None
+    with pytest.raises(zlib.error, match="incorrect header check"):
+        zlib.decompressobj().decompress(line)
 
 
 def test_the_bound_holds_for_the_line_rebuilt(empty_journal, tmp_path):
