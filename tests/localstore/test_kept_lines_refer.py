@@ -188,6 +188,23 @@ def test_the_bound_holds_for_the_line_rebuilt(empty_journal, tmp_path):
         keptlines.read_line(conn, "sess-1", line, rawlines.REFERRING, limit=2000)
 
 
+def test_a_row_naming_one_text_a_million_times_is_refused_before_it_is_built():
+    """A forged row (64 KB of references to a 100 KB text would be 2 GB): refused at the bound, and the
+    memory it takes stays near the bound."""
+    import tracemalloc
+
+    text = "y" * 100_000
+    marked = b'{"a":"' + b"\x007\x00" * 20_000 + b'"}'
+    tracemalloc.start()
+    try:
+        with pytest.raises(rawlines.UnpackError, match="more than 1048576 bytes"):
+            rawlines.rebuild(marked, {7: text}, limit=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, peak
+
+
 def test_postgres_gets_every_line_whole(empty_journal, tmp_path, pg_db_url):
     import psycopg
 
