@@ -121,6 +121,39 @@ def pack_raw_lines(conn, batch=PACK_BATCH):
         done += len(rows)
 
 
+REFERRED_UPTO = "kept_lines_referred_upto"   # state: kept lines packed whole, looked at up to this id
+REFER_PER_RUN = 20_000                        # of them a sync looks at (about 1 s; a year's journal in ~60 runs)
+
+
+def refer_packed_lines(conn, at_most=REFER_PER_RUN, batch=PACK_BATCH):
+    """Kept lines a version before referring lines packed whole, packed again referring to their
+    messages' text where they can (``keptlines``), oldest first, at most ``at_most`` a run, so a year's
+    journal shrinks over a few scheduled syncs without one long one; returns how many were looked at.
+    A row changed meanwhile (a redaction) is left for what changed it; one that cannot be unpacked, as it is."""
+    upto = int(db.get_state(conn, REFERRED_UPTO) or 0)
+    seen = 0
+    while seen < at_most:
+        rows = conn.execute("SELECT id, session_id, key, created_at, line FROM raw_lines WHERE id > ? AND packed = 1 "
+                            "AND line IS NOT NULL ORDER BY id LIMIT ?", (upto, min(batch, at_most - seen))).fetchall()
+        if not rows:
+            return seen
+        with Immediate(conn):
+            changed = []
+            for rid, session, key, created, line in rows:
+                try:
+                    raw = rawlines.unpack(line)
+                except rawlines.UnpackError:
+                    continue
+                blob, packed = keptlines.pack_line(conn, session, key, created, raw)
+                if packed == rawlines.REFERRING:
+                    changed.append((blob, packed, rid, line))
+            conn.executemany("UPDATE raw_lines SET line = ?, packed = ? WHERE id = ? AND line = ?", changed)
+            upto = rows[-1][0]
+            db.set_state(conn, REFERRED_UPTO, str(upto))
+        seen += len(rows)
+    return seen
+
+
 def raw_line_rows(conn, limit=500, after_id=0):
     """The rows of the kept lines not yet in Postgres, oldest first (``id > after_id``): ``(id,
     session, key, seq, parent, line, created_at)``, the line as stored, or its bytes (unpacked) when it

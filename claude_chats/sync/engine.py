@@ -533,6 +533,7 @@ class Syncer:
         read), then pushed, redacted inside their JSON like message text. Lines of a session Postgres
         does not have yet (no message pushed) stay pending."""
         outbox.pack_raw_lines(self.journal.conn)
+        outbox.refer_packed_lines(self.journal.conn)   # lines packed whole by a version before: a share a run
         if self.store is None:
             return
         self._note_keyed_redaction()

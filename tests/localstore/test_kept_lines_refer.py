@@ -256,3 +256,24 @@ def test_bytes_that_look_like_a_text_between_two_strings_are_not_referred():
     marked = rawlines.refer(raw, [(5, text)])
     assert marked == b'["A",' + digits.encode() + b',"B","\x005\x00"]'
     assert json.loads(rawlines.rebuild(marked, {5: "[REDACTED]"})) == ["A", int(digits), "B", "[REDACTED]"]
+
+
+def test_lines_packed_whole_by_a_version_before_are_referred_a_share_a_sync(empty_journal):
+    from claude_chats import config
+    from claude_chats.sync.runner import run_sync
+    from tests.support.fakes import HashEmbedder
+
+    conn = empty_journal.conn
+    stats = writer.IngestStats(pack=lambda _conn, _s, _k, _c, raw: (rawlines.pack(raw), 1))   # as before
+    for path in sorted(FIXTURES.rglob("*.jsonl")):
+        writer.ingest_file(conn, str(path), stats)
+    whole, size = kept_line_bytes(conn), _stored_bytes(conn)
+    assert _packed_counts(conn).get(rawlines.REFERRING) is None
+    assert outbox.refer_packed_lines(conn, at_most=40) == 40   # a share a run, oldest first
+    assert conn.execute("SELECT count(*) FROM raw_lines WHERE packed = 2 AND id > "
+                        "(SELECT value FROM state WHERE key = ?)", (outbox.REFERRED_UPTO,)).fetchall() == [(0,)]
+    report = run_sync(config.load({}), journal=empty_journal, provider=HashEmbedder(), lock=False)   # the rest
+    assert report.ok, report.errors
+    assert _packed_counts(conn).get(rawlines.REFERRING, 0) >= 10
+    assert kept_line_bytes(conn) == whole and _stored_bytes(conn) < size - 2000
+    assert outbox.refer_packed_lines(conn) == 0   # and none is looked at twice
