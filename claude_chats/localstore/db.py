@@ -71,11 +71,26 @@ def connect(path, readonly=False):
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL")   # (``reclaim``)
         if not readonly:
             conn.execute("PRAGMA secure_delete = ON")   # what a writer frees is zeroed: see erase.scrub_file
-            migrate(conn)
+            _migrate_patiently(conn)
     except apsw.Error as exc:
         from ..errors import JournalError  # here: errors is off the hook's path
         raise JournalError(f"cannot open the journal {path}: {exc}") from exc
     return conn
+
+
+def _migrate_patiently(conn, wait=BUSY_TIMEOUT_MS / 1000):
+    """``migrate``, again after a moment while SQLite answers BUSY without waiting: a journal still new
+    (not yet in WAL mode) that another process is writing, which is where hooks racing on the first turn
+    of a new machine meet (one of them recorded "database is locked" and stored nothing that turn).
+    Each migration is its own transaction that checks ``user_version``: trying again is harmless."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return migrate(conn)
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _refuse_special(path):
