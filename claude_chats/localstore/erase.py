@@ -313,8 +313,8 @@ def _rewrite_kept_lines(conn, clean, dry_run):
             raw = keptlines.read_line(conn, session, line, packed)
             new = rawlines.redact_line(raw, clean)
             if new is not raw:   # None: a line the redaction cannot read, kept as a link
-                changed.append((*((None, 1) if new is None else keptlines.pack_line(conn, session, key, created, new)),
-                                rid))
+                blob, kind = (None, 1) if new is None else keptlines.pack_line(conn, session, key, created, new)
+                changed.append((blob, kind, rid))
         count += len(changed)
         if changed and not dry_run:
             with Immediate(conn):

@@ -14,6 +14,8 @@ Not on the hook's path: the hook stores lines as it read them, ``chats sync`` an
 pack them.
 """
 
+import functools
+
 from .. import rawlines
 
 # the messages made from a line: a range of messages.uuid ('#' and '@' sort before 'A'), through its index
@@ -52,4 +54,4 @@ def texts_of(conn, session, ids):
 
 def reader(conn):
     """``read(session, blob, packed, limit)`` for ``rawlines.unpack_rows``."""
-    return lambda session, blob, packed, limit: read_line(conn, session, blob, packed, limit)
+    return functools.partial(read_line, conn)
