@@ -20,7 +20,7 @@ import apsw
 import pytest
 
 from claude_chats import paths
-from claude_chats.localstore import vectors
+from claude_chats.localstore import db, vectors
 from tests.support.hooks import CHATS
 from tests.support.on_disk import holding
 
@@ -71,7 +71,7 @@ def vector(session, i):
 
 def add_vectors():
     """One sqlite-vec vector a message, each its own bytes, as sync keeps them locally."""
-    conn = apsw.Connection(paths.journal_path())
+    conn = db.connect(paths.journal_path())   # (the journal's triggers call its functions)
     vectors.load_extension(conn)
     conn.execute("INSERT INTO spaces (key, provider, model, dimensions, created_at) "
                  "VALUES ('test/t/4/{}', 'test', 't', 4, '2026-01-01')")

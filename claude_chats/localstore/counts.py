@@ -11,7 +11,7 @@ import json
 
 # What a message embedded is: not a fork's copy, not blank (see vectors.unembedded).
 _EMBEDDABLE = "m.copy = 0 AND m.blank = 0"
-_BLANK = "trim(content, ' \t\n') = ''"
+_BLANK = "typeof(content) = 'text' AND trim(content, ' \t\n') = ''"   # (a packed text is never blank)
 
 
 def has_counters(conn):
@@ -33,9 +33,9 @@ def _groups(conn, space_id, where, args=()):
 
 def _groups_scanned(conn, space_id, where, args):
     return conn.execute(
-        f"SELECT kind, count(*), sum(length(content)), count(*) FILTER (WHERE has), "
-        f"coalesce(sum(length(content)) FILTER (WHERE has), 0) FROM (SELECT kind, synced, copy, content, "
-        f"{_BLANK} AS blank, EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = ? AND c.message_id = m.id) AS has "
+        f"SELECT kind, count(*), sum(chats_length(content)), count(*) FILTER (WHERE has), "
+        f"coalesce(sum(chats_length(content)) FILTER (WHERE has), 0) FROM (SELECT kind, synced, copy, content, "
+        f"({_BLANK}) AS blank, EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = ? AND c.message_id = m.id) AS has "
         f"FROM messages m) m WHERE {where} GROUP BY kind", (space_id, *args)).fetchall()
 
 

@@ -9,6 +9,8 @@ import time
 
 import apsw
 
+from . import texts
+
 MIGRATIONS_DIR = os.path.join(os.path.dirname(__file__), "migrations")
 BUSY_TIMEOUT_MS = 15_000
 PAGE_SIZE = 16_384   # a new journal's pages: rows of 1-2 KB (messages, kept lines) fill 4 KB pages ~75 %; at
@@ -65,6 +67,7 @@ def connect(path, readonly=False):
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     try:
         conn = apsw.Connection(path, flags=flags)
+        texts.register(conn)   # before the migrations: their triggers read the text through it
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.execute("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL")
         if new:   # before the first table: then fixed for the file

@@ -268,7 +268,7 @@ def redact_stored(conn, clean, dry_run=False):
         conn.execute("PRAGMA secure_delete = ON")
     after = 0
     while True:
-        rows = conn.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+        rows = conn.execute("SELECT id, chats_text(content) FROM messages WHERE id > ? ORDER BY id LIMIT ?",
                             (after, REWRITE_BATCH)).fetchall()
         if not rows:
             break
@@ -294,7 +294,7 @@ def _rewrite_messages(conn, changed):
             vectors.load_extension(conn)
             conn.execute(f"DELETE FROM chunks WHERE message_id IN ({marks})", ids)
             vectors.zero_deleted(conn)
-        conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND content = ?", changed)
+        conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND chats_text(content) = ?", changed)
     return dropped
 
 

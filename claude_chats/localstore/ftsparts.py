@@ -154,13 +154,22 @@ def write_triggers(conn, names=None):
         _check(name)
     for trigger in TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-    leave = "".join(f"    INSERT INTO {n}({n}, rowid, content) SELECT 'delete', old.id, old.content "
+    leave = "".join(f"    INSERT INTO {n}({n}, rowid, content) SELECT 'delete', old.id, chats_text(old.content) "
                     f"WHERE EXISTS (SELECT 1 FROM {n}_docsize WHERE id = old.id);\n" for n in names)
-    conn.execute(f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN\n"
-                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, new.content);\nEND")
-    conn.execute(f"CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN\n{leave}END")
+    # (a text being packed: its message deleted and inserted again as it was, ``texts``: the index keeps it)
+    conn.execute(f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages WHEN NOT chats_repacking() BEGIN\n"
+                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, chats_text(new.content));\nEND")
+    conn.execute(f"CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN NOT chats_repacking() "
+                 f"BEGIN\n{leave}END")
     conn.execute(f"CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN\n{leave}"
-                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, new.content);\nEND")
+                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, chats_text(new.content));\nEND")
+
+
+def triggers_read_packed(conn):
+    """Whether the index's triggers read a packed text and leave a message being packed alone
+    (``write_triggers`` since journal migration 0010); ``outbox.pack_old_texts`` writes them first when not."""
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_delete'").fetchall()
+    return bool(sql) and "chats_repacking()" in sql[0][0] and "chats_text(old.content)" in sql[0][0]
 
 
 def seal(conn, at_least=None):
@@ -220,7 +229,7 @@ def _move_out(conn, name, size, into, point, on_step):
                 _drop(conn, name)
                 return
             part = into()
-            batch = (f"SELECT m.id, m.content FROM {name}_docsize d JOIN messages m ON m.id = d.id "
+            batch = (f"SELECT m.id, chats_text(m.content) AS content FROM {name}_docsize d JOIN messages m ON m.id = d.id "
                      f"WHERE d.id BETWEEN ? AND ?")
             before = conn.total_changes()
             conn.execute(f"INSERT INTO {part}(rowid, content) {batch}", (ids[0], ids[-1]))
@@ -345,7 +354,8 @@ def rebuild(conn):
         for name in tables(conn)[1:] + [HEAD]:
             _drop_table(conn, name)
         _create(conn, HEAD)
-        conn.execute(f"INSERT INTO {HEAD}({HEAD}) VALUES ('rebuild')")
+        # (not FTS5's 'rebuild': it reads the column as stored, and a packed text is a BLOB)
+        conn.execute(f"INSERT INTO {HEAD}(rowid, content) SELECT id, chats_text(content) FROM messages")
         write_triggers(conn, [HEAD])
 
 

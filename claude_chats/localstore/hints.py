@@ -93,7 +93,7 @@ def _recall_hints(conn, prompt, session_id, strength, found):
     current = session_id or ""
     ranked, args = _best_of_every_table(names, ranker, match, able)
     rows = conn.execute(
-        f"SELECT m.session_id, m.seq, -f.rank, m.content, {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
+        f"SELECT m.session_id, m.seq, -f.rank, chats_text(m.content), {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
         f"FROM ({ranked} ORDER BY rank LIMIT {HINT_ROWS}) f "
         f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "

@@ -112,7 +112,7 @@ class Journal:
 
     def neighbours(self, session_id, seq, span=2):
         rows = self.conn.execute(
-            f"SELECT seq, role, kind, substr(content, 1, {NEIGHBOUR_READ + 1}) FROM messages "
+            f"SELECT seq, role, kind, substr(chats_text(content), 1, {NEIGHBOUR_READ + 1}) FROM messages "
             f"WHERE session_id = ? AND seq BETWEEN ? AND ? AND seq != ? "
             f"AND kind IN ({','.join('?' * len(transcript.CONVERSATION_KINDS))}) ORDER BY seq",
             (session_id, seq - span, seq + span, seq, *transcript.CONVERSATION_KINDS)).fetchall()
@@ -130,7 +130,7 @@ class Journal:
 
     def in_session_order(self):
         """(id, session_id, role, kind, created_at, content) of every message, session by session."""
-        return self.conn.execute("SELECT id, session_id, role, kind, created_at, content FROM messages "
+        return self.conn.execute("SELECT id, session_id, role, kind, created_at, chats_text(content) FROM messages "
                                  "ORDER BY session_id, seq").fetchall()
 
     # -- sync support --------------------------------------------------------
@@ -158,7 +158,8 @@ class Journal:
 _SESSION_COLUMNS = f"""s.id AS session_id, {db.session_name()} AS name,
     s.name AS custom_title, s.ai_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
     s.first_at, s.last_at, s.machine, s.next_seq AS message_count, s.entrypoint, s.machine_made"""
-_MESSAGE_COLUMNS = "uuid, seq, role, kind, content, created_at, message_id, is_sidechain, copy"
+_MESSAGE_COLUMNS = ("uuid, seq, role, kind, chats_text(content) AS content, created_at, message_id, is_sidechain, "
+                    "copy")
 
 
 def _dicts(cursor):

@@ -86,7 +86,7 @@ def startup_context(conn, session_id, project, count, redacted=True):
     rows = conn.execute(
         f"SELECT s.id, {_SESSION_NAME}, coalesce(s.last_at, s.first_at), "
         f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.copy = 0), "
-        f"(SELECT substr(content, 1, ?) FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+        f"(SELECT substr(chats_text(content), 1, ?) FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
         f"AND m.kind = ? ORDER BY m.seq LIMIT 1) "
         f"FROM sessions s WHERE s.project_path = ? AND s.parent_session_id IS NULL AND s.machine_made = 0 "
         f"AND instr(s.id, ?) = 0 AND s.id != ? ORDER BY coalesce(s.last_at, s.first_at) DESC LIMIT ?",
@@ -119,7 +119,7 @@ def compaction_context(conn, session_id, redacted=True):
             f"with search_memory(query, session_id={sid}) (the conversation-memory MCP tools) when the "
             f"summary lacks a detail: an error message, a constraint, what was tried first. The index below "
             f"is of the compacted turns. {DATA_NOTE}")
-    rows = conn.execute("SELECT seq, role, kind, substr(content, 1, ?) FROM messages WHERE session_id = ? "
+    rows = conn.execute("SELECT seq, role, kind, substr(chats_text(content), 1, ?) FROM messages WHERE session_id = ? "
                         "AND seq BETWEEN ? AND ? AND copy = 0 ORDER BY seq",
                         (READ_CHARS + 1, session_id, start, end)).fetchall()
     return _fit(head, _index(rows, _cleaner(redacted)))

@@ -465,7 +465,7 @@ class LocalSearch:
         return _session(self.journal.session(session_id))
 
     def messages(self, session_id, start, end, kinds, limit):
-        sql = (f"SELECT seq, role, kind, created_at, content FROM messages WHERE session_id = ? AND seq >= ? "
+        sql = (f"SELECT seq, role, kind, created_at, chats_text(content) FROM messages WHERE session_id = ? AND seq >= ? "
                f"AND seq <= ? AND kind IN ({','.join('?' * len(kinds))}) ORDER BY seq LIMIT ?")
         rows = self.conn.execute(sql, (session_id, start, 1 << 62 if end is None else end, *kinds, limit))
         return [dict(zip(("seq", "role", "kind", "timestamp", "content"), row)) for row in rows]
@@ -480,7 +480,7 @@ class LocalSearch:
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
               "uuid", "content", "is_subagent")
 _HIT_COLUMNS = (f"m.session_id, {db.session_name()}, s.project_path, s.git_branch, "
-                "m.role, m.kind, m.seq, m.created_at, m.uuid, m.content, s.agent_id IS NOT NULL")
+                "m.role, m.kind, m.seq, m.created_at, m.uuid, chats_text(m.content), s.agent_id IS NOT NULL")
 
 
 def _session(row):

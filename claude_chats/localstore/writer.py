@@ -469,7 +469,7 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
 
 
 def _last_answer(conn, session_id):
-    rows = conn.execute("SELECT content FROM messages WHERE session_id = ? AND role = 'assistant' AND kind = 'text' "
+    rows = conn.execute("SELECT chats_text(content) FROM messages WHERE session_id = ? AND role = 'assistant' AND kind = 'text' "
                         "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchall()
     return rows[0][0] if rows else None
 
@@ -484,7 +484,7 @@ def _claim_final_answers(conn, records, clean, file_id, stats):
     # CROSS JOIN: from the answers waiting (almost always none), not from the session's messages (left to
     # itself the planner walked every message of the session: 1.5 ms a turn at 20,000 messages)
     waiting = {(session, content): message for message, session, content in conn.execute(
-        f"SELECT f.message_id, m.session_id, m.content FROM final_answers f CROSS JOIN messages m "
+        f"SELECT f.message_id, m.session_id, chats_text(m.content) FROM final_answers f CROSS JOIN messages m "
         f"ON m.id = f.message_id WHERE m.session_id IN ({marks})", list(sessions))}
     if not waiting:
         return records

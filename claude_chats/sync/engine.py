@@ -115,6 +115,8 @@ class SyncReport:
     fts_moved: int = 0           # messages moved into parts of the journal's full-text index (``ftsparts``)
     fts_merged: int = 0          # sealed parts of it merged into one segment each (``ftsparts.merge``)
     reclaimed: int = 0           # bytes of free pages given back to the file system (``db.reclaim``)
+    texts_packed: int = 0        # messages whose text was packed (``outbox.pack_old_texts``), and the bytes it saved
+    texts_saved: int = 0
     seconds: float = 0.0
 
     @property
@@ -148,6 +150,18 @@ def keep_fts_parts(journal, report, say=None):
         report.fts_merged = ftsparts.merge_parts(journal.conn, merged)
     except Exception as exc:  # noqa: BLE001 - the index stays as it was: search and purge still work
         report.errors.append(f"keeping the full-text index in parts: {type(exc).__name__}: {exc}")
+
+
+def pack_texts(journal, report, say=None):
+    """The text of the messages older than a day packed (``outbox.pack_old_texts``) at the end of every sync, a
+    transaction at a time (``say(text)`` after each): a year's journal once, then a day's messages a run."""
+    def step(packed, seen):
+        if say and packed:
+            say(f"journal: {packed:,} old messages' text packed ({seen:,} looked at)")
+    try:
+        report.texts_packed, report.texts_saved = outbox.pack_old_texts(journal.conn, on_step=step)
+    except Exception as exc:  # noqa: BLE001 - the texts stay as written: search and everything else still read them
+        report.errors.append(f"packing old messages' text: {type(exc).__name__}: {exc}")
 
 
 def give_back_space(journal, report, say=None):
@@ -218,6 +232,7 @@ class Syncer:
             self._close(started)
             raise
         keep_fts_parts(self.journal, self.report, self._say)   # also when the model or Postgres failed
+        pack_texts(self.journal, self.report, self._say)
         give_back_space(self.journal, self.report, self._say)
         if deferred and not finished and self.report.postgres == "ok":
             self._rebuild_after_failure()

@@ -12,6 +12,8 @@ from claude_chats.localstore import db
 def test_a_new_journal_another_process_is_writing_opens_once_it_is_done(tmp_path):
     path = str(tmp_path / "journal.db")
     writer = apsw.Connection(path)          # the file in rollback mode, a write transaction held
+    writer.set_busy_timeout(10_000)         # (as every journal connection: its COMMIT waits out the opener's reads;
+    #                                         without it, it failed once in CI under load, and the opener waited 15 s)
     writer.execute("CREATE TABLE early (x)")
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("INSERT INTO early VALUES (1)")

@@ -14,6 +14,7 @@ from claude_chats.localstore import erase, keptlines, outbox, writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.redact import redact
 from tests.support import ROOT, lines
+from tests.support.journals import kept_line_bytes
 
 FIXTURES = ROOT / "tests" / "claude_code" / "fixtures"
 SUBAGENT = "21d465c4-7100-437b-b1c4-101f4e63db35"
@@ -147,3 +148,30 @@ def test_redact_journal_and_purge_reach_the_kept_lines(empty_journal, tmp_path):
                                         ("queue-operation", False), ("last-prompt", False)])
 def test_which_types_are_kept(kind, kept):
     assert rawlines.kept({"type": kind}) is kept
+
+
+def test_the_hooks_lines_packed_by_sync_take_the_pages_of_imported_ones(tmp_path):
+    """The hook stores lines as read; packing them must give their pages back (written again, not made
+    smaller in place, which leaves every page as big as it was: 2x on the shared corpus)."""
+    rng = __import__("random").Random(17)
+    words = ["deploy", "retry", "migration", "sequence", "tokenizer", "websocket", "backoff", "cache", "index"]
+    objs = []
+    for n in range(600):
+        result = " ".join(rng.choice(words) + str(rng.randint(0, 99)) for _ in range(220))
+        objs.append(lines.user([{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": result}],
+                               uid=f"u-{n}", toolUseResult={"stdout": result[:300], "stderr": ""}))
+    path = tmp_path / "sess-1.jsonl"
+    path.write_bytes(lines.encode(*objs))
+
+    def pages(journal):
+        return journal.conn.execute("SELECT sum(pgsize), sum(payload) FROM dbstat WHERE name = 'raw_lines'").fetchall()[0]
+    with Journal.open(str(tmp_path / "hook.db")) as hooked, Journal.open(str(tmp_path / "import.db")) as imported:
+        stats = writer.IngestStats()
+        writer.ingest_file(hooked.conn, str(path), stats)
+        as_read = pages(hooked)
+        assert outbox.pack_raw_lines(hooked.conn, batch=128) == 600
+        assert not imported.import_files([str(path)]).errors
+        packed, reference = pages(hooked), pages(imported)
+        assert packed[1] == reference[1] < as_read[1] / 2, (packed, reference, as_read)
+        assert packed[0] <= reference[0] * 1.15, (packed, reference)
+        assert kept_line_bytes(hooked.conn) == path.read_bytes().splitlines()

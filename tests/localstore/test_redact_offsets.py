@@ -77,7 +77,7 @@ def test_postgres_and_the_journal_keep_spans_of_their_own_text(tmp_path, pg_db_u
         journal.import_files([str(path)])
         report = run_sync(config.load(), journal=journal, provider=HashEmbedder(), lock=False)
         assert report.embedded == 1 and report.chunks >= 5, report.as_dict()
-        original, = journal.conn.execute("SELECT content FROM messages").fetchone()
+        original, = journal.conn.execute("SELECT chats_text(content) FROM messages").fetchone()
         local = journal.conn.execute("SELECT chunk_index, start_char, end_char FROM chunks ORDER BY 1").fetchall()
         for stage in ("first push", "re-push from the journal's vectors"):
             with psycopg.connect(pg_db_url) as conn:

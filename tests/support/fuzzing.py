@@ -14,6 +14,8 @@ import apsw
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from claude_chats.localstore import ftsparts, texts
+
 LONG = os.environ.get("CLAUDE_CHATS_LONG_TESTS") == "1"
 
 
@@ -142,9 +144,10 @@ def journal_rows(path):
     """uuid -> (session_id, seq, role, kind, content) of every stored message (the stored key: a
     fork's copy of a line another session holds is ``<uuid>@<session>``)."""
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    texts.register(conn)   # (a packed text is read through ``chats_text``)
     try:
         return {r[0]: tuple(r[1:]) for r in conn.execute(
-            "SELECT uuid, session_id, seq, role, kind, content FROM messages")}
+            "SELECT uuid, session_id, seq, role, kind, chats_text(content) FROM messages")}
     finally:
         conn.close()
 
@@ -155,13 +158,38 @@ def lines_of(rows):
     return {(values[0], key.removesuffix("@" + values[0])) for key, values in rows.items()}
 
 
+def index_matches_texts(conn):
+    """Whether the full-text index (every part) holds exactly the tokens of every message's text, read
+    through ``chats_text`` (FTS5's own check against the messages reads the column as stored, and a
+    packed text is a BLOB): a fresh index of the texts compared token by token, position by position."""
+    conn.execute("DROP TABLE IF EXISTS temp.fts_check")
+    conn.execute(f"CREATE VIRTUAL TABLE temp.fts_check USING fts5(content, content='', tokenize='{ftsparts.TOKENIZE}')")
+    conn.execute("INSERT INTO temp.fts_check(rowid, content) SELECT id, chats_text(content) FROM messages")
+    views = []
+    for n, name in enumerate(ftsparts.tables(conn) + ["fts_check"]):
+        schema = "temp" if name == "fts_check" else "main"
+        conn.execute(f"DROP TABLE IF EXISTS temp.vocab_{n}")
+        conn.execute(f"CREATE VIRTUAL TABLE temp.vocab_{n} USING fts5vocab({schema}, {name}, instance)")
+        views.append(f"temp.vocab_{n}")
+    held = " UNION ALL ".join(f"SELECT term, doc, offset FROM {v}" for v in views[:-1])
+    fresh = f"SELECT term, doc, offset FROM {views[-1]}"
+    differ = conn.execute(f"SELECT count(*) FROM (SELECT * FROM ({held}) EXCEPT {fresh} UNION ALL "
+                          f"SELECT * FROM ({fresh} EXCEPT SELECT * FROM ({held})))").fetchall()[0][0]
+    for n in range(len(views)):
+        conn.execute(f"DROP TABLE temp.vocab_{n}")
+    conn.execute("DROP TABLE temp.fts_check")
+    return differ == 0   # (an instance is one token at one place of one message: no two are the same)
+
+
 def check_journal(path, before=None):
     """Assert the journal at ``path`` is consistent and kept ``before``'s rows; return its rows."""
     conn = apsw.Connection(path)
     try:
         conn.set_busy_timeout(30_000)
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+        texts.register(conn)   # (the journal's triggers and its packed texts read through them)
+        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 0)")
+        assert index_matches_texts(conn)
         for session, count, low, high, next_seq in conn.execute(
                 "SELECT m.session_id, count(*), min(m.seq), max(m.seq), s.next_seq FROM messages m "
                 "JOIN sessions s ON s.id = m.session_id GROUP BY m.session_id"):
