@@ -17,9 +17,10 @@ first prompt with those words: they are counted again, and remembered), and off
 and a glob that do not match: what every turn of someone who uses the setting pays).
 ``--compare DIR`` adds a case running the hook from another copy of the
 package (``git archive HEAD claude_chats | tar -x -C DIR``), interleaved, so a
-change is measured against its baseline under the same load.
+change is measured against its baseline under the same load. ``--packed`` packs the journals' old
+texts first (``outbox.pack_old_texts``), as ``chats sync`` does a day after a message is written.
 
-    .venv/bin/python scripts/bench_hook.py [--runs 40] [--compare DIR]
+    .venv/bin/python scripts/bench_hook.py [--runs 40] [--compare DIR] [--packed]
 """
 
 import argparse
@@ -138,6 +139,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--compare", metavar="DIR", help="a folder holding another claude_chats package")
+    parser.add_argument("--packed", action="store_true", help="pack the journal's old texts (what `chats sync` "
+                                                              "does to messages a day old) before the timed runs: "
+                                                              "the hook then reads packed texts (hints, the last answer)")
     args = parser.parse_args()
     hook = shutil.which("record-conversation", path=os.path.dirname(sys.executable)) or \
         shutil.which("record-conversation")
@@ -181,6 +185,13 @@ def main():
         cases[label] = {"path": path, "session": session, "next": count, "env": case_env,
                         "prompt": "UserPromptSubmit" in label, "wall": [], "rss": [], "cpu": []}
         timed([hook], payload_of(cases[label]), case_env)  # first run imports the whole file (not measured)
+    if args.packed:   # the transcripts' lines are of 2026-01-01: every text the journal can pack is packed
+        # (in a process of its own: a child's peak RSS counts what it shares with this one until its exec; and
+        # not the --compare code's journal: a version before this one cannot write a journal this one migrated)
+        pack = ("import sys; from claude_chats.localstore import db, outbox; conn = db.connect(sys.argv[1]); "
+                "print(f'packed {outbox.pack_old_texts(conn)[0]:,} texts in', sys.argv[1])")
+        for folder in {case["env"]["CLAUDE_CHATS_HOME"] for case in cases.values() if "PYTHONPATH" not in case["env"]}:
+            subprocess.run([sys.executable, "-c", pack, os.path.join(folder, "journal.db")], check=True)
     floor = {"wall": [], "rss": [], "cpu": []}
     for _ in range(args.runs):
         w, r, c = timed([sys.executable, "-c", "import apsw"], b"", env)

@@ -145,6 +145,11 @@ def optimize(conn, name):
     conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
 
 
+# a message's text for the index: a TEXT value as it is, a packed one through ``chats_text`` (``texts``)
+_OLD_TEXT = "CASE WHEN typeof(old.content) = 'text' THEN old.content ELSE chats_text(old.content) END"
+_NEW_TEXT = _OLD_TEXT.replace("old.", "new.")
+
+
 def write_triggers(conn, names=None):
     """The triggers that keep the index in step with ``messages``: a new message goes to the head; a
     deleted one leaves the table that holds it (one ``%_docsize`` lookup a table); an updated one leaves
@@ -154,22 +159,22 @@ def write_triggers(conn, names=None):
         _check(name)
     for trigger in TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-    leave = "".join(f"    INSERT INTO {n}({n}, rowid, content) SELECT 'delete', old.id, chats_text(old.content) "
+    leave = "".join(f"    INSERT INTO {n}({n}, rowid, content) SELECT 'delete', old.id, {_OLD_TEXT} "
                     f"WHERE EXISTS (SELECT 1 FROM {n}_docsize WHERE id = old.id);\n" for n in names)
     # (a text being packed: its message deleted and inserted again as it was, ``texts``: the index keeps it)
     conn.execute(f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages WHEN NOT chats_repacking() BEGIN\n"
-                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, chats_text(new.content));\nEND")
+                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, {_NEW_TEXT});\nEND")
     conn.execute(f"CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN NOT chats_repacking() "
                  f"BEGIN\n{leave}END")
     conn.execute(f"CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN\n{leave}"
-                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, chats_text(new.content));\nEND")
+                 f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, {_NEW_TEXT});\nEND")
 
 
 def triggers_read_packed(conn):
     """Whether the index's triggers read a packed text and leave a message being packed alone
     (``write_triggers`` since journal migration 0010); ``outbox.pack_old_texts`` writes them first when not."""
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_delete'").fetchall()
-    return bool(sql) and "chats_repacking()" in sql[0][0] and "chats_text(old.content)" in sql[0][0]
+    return bool(sql) and "chats_repacking()" in sql[0][0] and _OLD_TEXT in sql[0][0]
 
 
 def seal(conn, at_least=None):
