@@ -90,6 +90,9 @@ def _print(s):
         n = s["fts_merged"]
         click.echo(f"full-text index: {n:,} sealed part{'' if n == 1 else 's'} merged into one segment "
                    f"{'' if n == 1 else 'each '}(searches and recall hints look each word up once a part)")
+    if s.get("texts_packed"):
+        click.echo(f"journal: {s['texts_packed']:,} old messages' text packed "
+                   f"({s['texts_saved'] / 1e6:,.1f} MB smaller)")
     if s.get("reclaimed"):
         click.echo(f"journal: {s['reclaimed'] / 1e6:,.0f} MB of free pages given back to the disk")
     for note in s["notes"]:

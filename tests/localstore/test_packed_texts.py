@@ -245,3 +245,23 @@ def test_packing_gives_the_pages_back_and_keeps_every_vector(tmp_path):
         assert [m["content"] for m in journal.messages("s-big")] == long
         assert kept_line_bytes(conn) == open(path, "rb").read().splitlines()
     assert_exact(paths.journal_path())
+
+
+def test_chats_sync_says_what_it_packed(monkeypatch):
+    from claude_chats import models
+    from tests.support.cli import chats
+
+    class Provider(HashEmbedder):
+        default_model = "hash-32"
+
+        def __init__(self, **_settings):
+            super().__init__()
+    monkeypatch.setitem(models.PROVIDERS, "test-hash", Provider)
+    monkeypatch.setenv("CLAUDE_CHATS_PROVIDER", "test-hash")
+    folder = os.path.join(paths.claude_projects_dir(), "-work-proj")
+    os.makedirs(folder, exist_ok=True)
+    path = _write(folder, "sess-old", TEXTS, OLD)
+    assert chats("import", path).exit_code == 0
+    out = chats("sync")
+    assert out.exit_code == 0 and "journal: 3 old messages' text packed (" in out.stdout, out.stdout
+    assert "text packed" not in chats("sync").stdout   # nothing left to pack: nothing said
