@@ -55,18 +55,19 @@ def text_of(value):
 
 
 def length_of(value):
-    """The length in characters of a ``messages.content`` value, without unpacking it (SQL's ``length``
-    of the text)."""
+    """The length in characters of a ``messages.content`` value, without unpacking it: SQL's ``length`` of
+    the text (which stops at a NUL character; a text holding one is never packed)."""
     if isinstance(value, bytes):
         _check(value)
         return int.from_bytes(value[1:HEADER], "little")
-    return None if value is None else len(value)
+    return None if value is None else len(value.split("\x00", 1)[0])
 
 
 def pack(text):
-    """The packed form of ``text`` (bytes), or None when packing would not make its row smaller or the text
-    is blank (``PACK_MIN``; blank texts are counted apart, see journal migration 0006)."""
-    if not isinstance(text, str) or len(text) < PACK_MIN or not text.strip(" \t\n"):
+    """The packed form of ``text`` (bytes), or None when packing would not make its row smaller, the text is
+    blank (``PACK_MIN``; blank texts are counted apart, see journal migration 0006) or holds a NUL character
+    (SQL's ``length`` of it, which the counts hold, stops there)."""
+    if not isinstance(text, str) or len(text) < PACK_MIN or not text.strip(" \t\n") or "\x00" in text:
         return None
     import zlib
 

@@ -180,12 +180,14 @@ def test_packing_goes_on_where_a_stopped_run_left_and_waits_for_a_recent_message
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=400))
+@given(st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=400),
+                 st.text(alphabet="ab \x00\n", min_size=60, max_size=400)))
 def test_a_text_packs_and_unpacks_exactly(text):
     packed = texts.pack(text)
-    if packed is None:   # short, blank, or no smaller packed
+    if packed is None:   # short, blank, holding a NUL, or no smaller packed
         raw = text.encode()
-        assert len(text) < texts.PACK_MIN or not text.strip(" \t\n") or len(zlib.compress(raw)) + 5 >= len(raw)
+        assert len(text) < texts.PACK_MIN or not text.strip(" \t\n") or "\x00" in text \
+            or len(zlib.compress(raw)) + 5 >= len(raw)
         return
     assert texts.unpack(packed) == text and texts.length_of(packed) == len(text)
     assert len(packed) < len(text.encode())
@@ -265,3 +267,20 @@ def test_chats_sync_says_what_it_packed(monkeypatch):
     out = chats("sync")
     assert out.exit_code == 0 and "journal: 3 old messages' text packed (" in out.stdout, out.stdout
     assert "text packed" not in chats("sync").stdout   # nothing left to pack: nothing said
+
+
+def test_a_text_with_a_nul_character_stays_as_written_and_the_counts_stay_exact(tmp_path):
+    """The reader strips NULs from transcript text; a row holding one all the same (another writer, a
+    journal edited by hand) is not packed: SQL's length of it, which the counts hold, stops at the NUL."""
+    folder = os.path.join(paths.claude_projects_dir(), "-work-proj")
+    os.makedirs(folder, exist_ok=True)
+    nul = "before the NUL \u0000 after it, long enough to be packed otherwise: " * 3
+    path = _write(folder, "s-nul", [TEXTS[0]], OLD)
+    with Journal.open() as journal:
+        assert not journal.import_files([path]).errors
+        journal.conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
+                             "VALUES ('s-nul-x', 's-nul', 1, 'user', 'text', ?, ?)", (nul, OLD))
+        assert outbox.pack_old_texts(journal.conn)[0] == 1
+        assert _stored(journal.conn)["s-nul-x"] == ("text", nul)
+        assert texts.length_of(nul) == journal.conn.execute("SELECT length(?)", (nul,)).fetchall()[0][0] < len(nul)
+    assert_exact(paths.journal_path())
