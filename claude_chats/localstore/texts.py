@@ -78,7 +78,7 @@ def pack(text):
 
 def unpack(value, limit=TEXT_LIMIT):
     """The text of a packed value; ``errors.JournalError`` for one that is not (wrong header, not zlib, cut
-    short, past ``limit`` bytes, or not the length it says)."""
+    short, past ``limit`` bytes, not UTF-8, or not the length it says)."""
     _check(value)
     import zlib
 
@@ -89,7 +89,10 @@ def unpack(value, limit=TEXT_LIMIT):
         raise _damaged(f"is damaged ({exc})") from None
     if not stream.eof:
         raise _damaged(f"unpacks to more than {limit} bytes" if len(raw) >= limit else "is cut short")
-    text = raw.decode("utf-8", "surrogatepass")
+    try:
+        text = raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        raise _damaged("is not UTF-8") from None
     if len(text) != int.from_bytes(value[1:HEADER], "little"):
         raise _damaged("is not the length its header says")
     return text

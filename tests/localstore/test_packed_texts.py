@@ -199,6 +199,7 @@ def test_a_text_packs_and_unpacks_exactly(text):
     (b"\x01" + (11).to_bytes(4, "little") + zlib.compress(b"0123456789"), "not the length"),
     (b"\x02" + (10).to_bytes(4, "little") + zlib.compress(b"0123456789"), "did not write"),
     (b"\x01", "did not write"),
+    (b"\x01" + (2).to_bytes(4, "little") + zlib.compress(b"\xff\xfe"), "not UTF-8"),
 ])
 def test_a_damaged_packed_text_is_an_error_naming_it_never_another_text(value, says):
     with pytest.raises(JournalError, match=says):
