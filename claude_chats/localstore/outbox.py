@@ -136,7 +136,8 @@ def pack_raw_lines(conn, batch=PACK_BATCH):
             conn.executemany(insert, rows)
 
 
-TEXTS_BATCH = 2_000    # messages a transaction of ``pack_old_texts`` writes again (the hook waits for one at most)
+TEXTS_BATCH = 500      # messages a transaction of ``pack_old_texts`` writes again: the hook waits for one at most
+#                        (at 1M, 75 ms p50, 103 p99; 2,000 took ~250 ms, and the whole run as long: 134 against 127 s)
 TEXTS_UPTO = "texts_packed_upto"   # state: the messages up to this id are packed, or stay as written for good
 
 
