@@ -287,7 +287,8 @@ def scratch_copy(journal_path, folder):
             conn.execute("INSERT INTO main.sessions SELECT * FROM source.sessions")
             conn.execute("INSERT INTO main.messages (id, uuid, session_id, seq, role, kind, content, created_at, "
                          "message_id, is_sidechain, file_id, synced) SELECT id, uuid, session_id, seq, role, "
-                         "kind, chats_text(content), created_at, message_id, is_sidechain, NULL, 0 FROM source.messages")
+                         "kind, chats_text(content), created_at, message_id, is_sidechain, NULL, 0 "
+                         "FROM source.messages")
     finally:
         conn.execute("DETACH DATABASE source")
     return scratch

@@ -294,7 +294,8 @@ def _rewrite_messages(conn, changed):
             vectors.load_extension(conn)
             conn.execute(f"DELETE FROM chunks WHERE message_id IN ({marks})", ids)
             vectors.zero_deleted(conn)
-        conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND chats_text(content) = ?", changed)
+        conn.executemany("UPDATE messages SET content = ?, synced = 0 WHERE id = ? AND chats_text(content) = ?",
+                         changed)
     return dropped
 
 

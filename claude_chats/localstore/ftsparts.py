@@ -173,7 +173,8 @@ def write_triggers(conn, names=None):
 def triggers_read_packed(conn):
     """Whether the index's triggers read a packed text and leave a message being packed alone
     (``write_triggers`` since journal migration 0010); ``outbox.pack_old_texts`` writes them first when not."""
-    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_delete'").fetchall()
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' "
+                       "AND name = 'messages_fts_delete'").fetchall()
     return bool(sql) and "chats_repacking()" in sql[0][0] and _OLD_TEXT in sql[0][0]
 
 
@@ -234,7 +235,8 @@ def _move_out(conn, name, size, into, point, on_step):
                 _drop(conn, name)
                 return
             part = into()
-            batch = (f"SELECT m.id, chats_text(m.content) AS content FROM {name}_docsize d JOIN messages m ON m.id = d.id "
+            batch = (f"SELECT m.id, chats_text(m.content) AS content FROM {name}_docsize d "
+                     f"JOIN messages m ON m.id = d.id "
                      f"WHERE d.id BETWEEN ? AND ?")
             before = conn.total_changes()
             conn.execute(f"INSERT INTO {part}(rowid, content) {batch}", (ids[0], ids[-1]))

@@ -465,7 +465,8 @@ class LocalSearch:
         return _session(self.journal.session(session_id))
 
     def messages(self, session_id, start, end, kinds, limit):
-        sql = (f"SELECT seq, role, kind, created_at, chats_text(content) FROM messages WHERE session_id = ? AND seq >= ? "
+        sql = (f"SELECT seq, role, kind, created_at, chats_text(content) FROM messages "
+               f"WHERE session_id = ? AND seq >= ? "
                f"AND seq <= ? AND kind IN ({','.join('?' * len(kinds))}) ORDER BY seq LIMIT ?")
         rows = self.conn.execute(sql, (session_id, start, 1 << 62 if end is None else end, *kinds, limit))
         return [dict(zip(("seq", "role", "kind", "timestamp", "content"), row)) for row in rows]

@@ -226,7 +226,8 @@ def _by_message(rows, found):
     return out
 
 
-_UNEMBEDDED = """FROM messages m WHERE m.synced = 1 AND m.copy = 0 AND m.id > ? AND (typeof(m.content) = 'blob' OR trim(m.content, ' 	
+_UNEMBEDDED = """FROM messages m WHERE m.synced = 1 AND m.copy = 0 AND m.id > ?
+AND (typeof(m.content) = 'blob' OR trim(m.content, ' 	
 ') != '') AND m.kind NOT IN (SELECT value FROM json_each(?))
 AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.space_id = ? AND c.message_id = m.id)"""
 
@@ -235,8 +236,8 @@ def unembedded(conn, space_id, after_id=0, limit=500, skip_kinds=()):
     """Messages already pushed (``synced``) that have no vector in the space, oldest first
     (``id > after_id``), as rows like ``Journal.pending``'s: the space is newer than their push.
     Messages of ``skip_kinds`` (kinds the space embeds nothing of) are not asked for."""
-    cur = conn.execute(f"SELECT m.id, m.uuid, m.seq, m.role, m.kind, chats_text(m.content), m.created_at, m.message_id, "
-                       f"m.is_sidechain, m.copy, m.session_id {_UNEMBEDDED} ORDER BY m.id LIMIT ?",
+    cur = conn.execute(f"SELECT m.id, m.uuid, m.seq, m.role, m.kind, chats_text(m.content), m.created_at, "
+                       f"m.message_id, m.is_sidechain, m.copy, m.session_id {_UNEMBEDDED} ORDER BY m.id LIMIT ?",
                        (after_id, json.dumps(list(skip_kinds)), space_id, limit))
     names = ("id", "uuid", "seq", "role", "kind", "content", "created_at", "message_id", "is_sidechain", "copy",
              "session_id")

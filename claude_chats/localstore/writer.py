@@ -469,7 +469,8 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
 
 
 def _last_answer(conn, session_id):
-    rows = conn.execute("SELECT chats_text(content) FROM messages WHERE session_id = ? AND role = 'assistant' AND kind = 'text' "
+    rows = conn.execute("SELECT chats_text(content) FROM messages WHERE session_id = ? AND role = 'assistant' "
+                        "AND kind = 'text' "
                         "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchall()
     return rows[0][0] if rows else None
 
