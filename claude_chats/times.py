@@ -8,8 +8,12 @@ import time
 
 def now_iso():
     """UTC now, ISO-8601 with milliseconds (a rename and a push in the same second stay ordered)."""
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+    return iso_at(time.time())
+
+
+def iso_at(seconds):
+    """A time (seconds since the epoch) as ``YYYY-MM-DDTHH:MM:SS.mmmZ``: such strings compare as times."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds * 1000) % 1000:03d}Z"
 
 
 def iso(moment):

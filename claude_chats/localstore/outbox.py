@@ -13,7 +13,7 @@ import re
 import time
 from datetime import datetime
 
-from .. import rawlines
+from .. import rawlines, times
 from ..records import Conversation, Message, RawLine
 from . import db, ftsparts, ivf, keptlines, texts, vectors
 from .db import Immediate
@@ -105,18 +105,29 @@ def _conversation(row):
 PACK_BATCH = 500
 
 
+def _whole_rows(conn, table):
+    """``(columns, INSERT of a whole row)`` of ``table``, for ``_write_again``."""
+    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    return columns, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+def _write_again(conn, table, insert, rows, id_at):
+    """``rows`` of ``table`` (whole, by id, every row between the first and the last) deleted and inserted
+    again as given, with the same ids, so that their pages are written full: a row made smaller where it
+    is leaves its page as big as it was (SQLite balances a page on a delete, never on an update)."""
+    conn.execute(f"DELETE FROM {table} WHERE id BETWEEN ? AND ?", (rows[0][id_at], rows[-1][id_at]))
+    conn.executemany(insert, rows)
+
+
 def pack_raw_lines(conn, batch=PACK_BATCH):
     """Compress the kept lines the hook stored as it read them, each referring to its messages' text
     where it holds it (``keptlines``); returns how many.
 
-    A transaction takes ``batch`` rows from the first unpacked one and writes them all again with the
-    same ids, the unpacked ones packed (deleted, then inserted: ``raw_lines`` has no trigger), so their
-    pages are full: a row made smaller where it is leaves its page as big as it was (SQLite balances a
-    page on a delete, not on an update). Packed in place, the hook's lines of the shared corpus took 10.0
-    MB of pages for 4.8 MB of rows; imported (packed as written), 5.1."""
-    columns = [r[1] for r in conn.execute("PRAGMA table_info(raw_lines)")]
+    A transaction takes ``batch`` rows from the first unpacked one and writes them all again, the unpacked
+    ones packed (``_write_again``: ``raw_lines`` has no trigger). Packed in place, the hook's lines of the
+    shared corpus took 10.0 MB of pages for 4.8 MB of rows; imported (packed as written), 5.1."""
+    columns, insert = _whole_rows(conn, "raw_lines")
     at = {name: columns.index(name) for name in ("id", "session_id", "key", "created_at", "line", "packed")}
-    insert = f"INSERT INTO raw_lines ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
     done = 0
     while True:
         with Immediate(conn):
@@ -132,8 +143,7 @@ def pack_raw_lines(conn, batch=PACK_BATCH):
                 row[at["line"]], row[at["packed"]] = (None, 1) if line is None else keptlines.pack_line(
                     conn, row[at["session_id"]], row[at["key"]], row[at["created_at"]], line)
                 done += 1
-            conn.execute("DELETE FROM raw_lines WHERE id BETWEEN ? AND ?", (rows[0][at["id"]], rows[-1][at["id"]]))
-            conn.executemany(insert, rows)
+            _write_again(conn, "raw_lines", insert, rows, at["id"])
 
 
 TEXTS_BATCH = 500      # messages a transaction of ``pack_old_texts`` writes again: the hook waits for one at most
@@ -148,23 +158,20 @@ def pack_old_texts(conn, now=None, batch=TEXTS_BATCH, on_step=None):
     returns ``(messages packed, bytes saved)``.
 
     A transaction takes the next ``batch`` messages and, when one of them is packed, writes them all again
-    as they were but for the packed texts: deleted and inserted with the same ids, the triggers on messages
-    and the foreign keys off on this connection alone (the full-text index, the counts, the vectors and
-    the kept lines refer to the same ids and the same text). Written so, their pages are full: a row made
-    smaller where it is leaves its page as big as it was (SQLite balances a page on a delete, not on an
-    update), and the journal would not shrink at all."""
+    as they were but for the packed texts (``_write_again``: packed in place, the journal would not shrink
+    at all), the triggers on messages and the foreign keys off on this connection alone (the full-text
+    index, the counts, the vectors and the kept lines refer to the same ids and the same text)."""
     if conn.in_transaction:   # (PRAGMA foreign_keys does nothing inside one: the deletes would take the vectors)
         raise RuntimeError("pack_old_texts runs outside a transaction")
     if not ftsparts.triggers_read_packed(conn):   # the index's triggers of a version before: written anew first
         with Immediate(conn):
             ftsparts.write_triggers(conn)
     now = time.time() if now is None else now
-    cutoff, ahead = _iso(now - texts.PACK_AFTER), _iso(now + texts.PACK_AFTER)
+    cutoff, ahead = times.iso_at(now - texts.PACK_AFTER), times.iso_at(now + texts.PACK_AFTER)
     after = int(db.get_state(conn, TEXTS_UPTO) or 0)
     top = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0
-    columns = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
+    columns, insert = _whole_rows(conn, "messages")
     at = columns.index("content"), columns.index("created_at"), columns.index("id")
-    insert = f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
     held = None
     packed = saved = seen = 0
     conn.execute("PRAGMA foreign_keys = OFF")   # (chunks and final answers cascade from their message)
@@ -192,8 +199,7 @@ def pack_old_texts(conn, now=None, batch=TEXTS_BATCH, on_step=None):
                         changed += 1
                         saved += len(content.encode("utf-8", "surrogatepass")) - len(blob)
                 if changed:
-                    conn.execute("DELETE FROM messages WHERE id BETWEEN ? AND ?", (rows[0][at[2]], rows[-1][at[2]]))
-                    conn.executemany(insert, rows)
+                    _write_again(conn, "messages", insert, rows, at[2])
                 after = rows[-1][at[2]]
                 db.set_state(conn, TEXTS_UPTO, str(after if held is None else held - 1))
             packed, seen = packed + changed, seen + len(rows)
@@ -203,11 +209,6 @@ def pack_old_texts(conn, now=None, batch=TEXTS_BATCH, on_step=None):
         texts.repacking(conn, False)
         conn.execute("PRAGMA foreign_keys = ON")
     return packed, saved
-
-
-def _iso(seconds):
-    """A time as the transcripts write it (``2026-02-04T21:49:31.336Z``): such strings compare as times."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds * 1000) % 1000:03d}Z"
 
 
 REFERRED_UPTO = "kept_lines_referred_upto"   # state: kept lines packed whole, looked at up to this id
