@@ -103,7 +103,7 @@ def unpack(blob, limit=LINE_LIMIT):
     """The line's bytes, from a packed or an unpacked row; ``UnpackError`` for a packed row that is
     not a whole zlib stream or unpacks to more than ``limit`` bytes (never more is allocated), and for
     a line that refers to its messages' text (``REFERS``: only the journal can read it back)."""
-    if blob[:2] == REFERS:
+    if blob[:2] in (REFERS, REFERS_OWN):
         raise UnpackError("a kept line refers to its messages' text: only its journal can read it back")
     if not is_packed(blob):
         return blob
@@ -141,16 +141,17 @@ SESSION_LIMIT = 1 << 30
 def unpack_rows(rows, limit=SESSION_LIMIT, read=None):
     """``{conversation: [(key, parent, line bytes or None)]}`` from ``(conversation, key, parent, row's
     line or None)`` in order, each line unpacked (``unpack``); ``UnpackError`` past ``limit`` bytes in all.
-    ``read(conversation, line, packed, limit)``: how the journal reads its rows, which then carry
-    ``packed`` fifth (``localstore.keptlines``: lines that refer to their messages' text)."""
+    ``read(conversation, key, line, extra, limit)``: how the journal reads its rows, which then carry
+    more columns after the line (``extra``: ``localstore.keptlines``, lines that refer to their messages'
+    text and their own fields)."""
     out, left = {}, limit
-    for conversation, key, parent, line, *packed in rows:
+    for conversation, key, parent, line, *extra in rows:
         raw = None
         if line is not None:
             if left <= 0:   # (a max_length of 0 is no bound at all)
                 raise UnpackError(f"the kept lines unpack to more than {limit} bytes")
             bound = min(LINE_LIMIT, left)
-            raw = unpack(line, bound) if read is None else read(conversation, line, packed[0], bound)
+            raw = unpack(line, bound) if read is None else read(conversation, key, line, extra, bound)
             left -= len(raw)
         out.setdefault(conversation, []).append((key, parent, raw))
     return out
@@ -168,13 +169,16 @@ def is_packed(blob):
 # JSON of one of those texts (the whole string, or all of it but the white space around it, which
 # the parser strips) and leaves its message's id in place of the text's bytes (``\x00<id>\x00``: a
 # raw NUL is in no line that is referred, JSON escapes it); ``rebuild`` puts the texts back. The
-# journal stores such a line packed behind ``REFERS`` (``raw_lines.packed`` = ``REFERRING``); a
+# journal stores such a line packed behind ``REFERS_OWN`` (``REFERS`` before 2026-12-06, when it began
+# to refer to its own fields too: below) with ``raw_lines.packed`` = ``REFERRING``; a
 # message it names is deleted only with it (the same session, the same time:
 # ``localstore.keptlines``). A message rewritten by the redaction comes back redacted in its line:
 # the string holds the message's JSON, whatever its text becomes.
 
 REFERS = b"x\x00"       # the start of a referring line: no JSON line, and no zlib stream (0x7800 fails zlib's
 #   header check), so a version before this one reading such a row (``is_packed``: 'x') says "not zlib data"
+REFERS_OWN = b"x\x02"   # ... one that also refers to its row's own fields (``refer_own``; 0x7802 fails it too),
+#   so a version that reads only ``REFERS`` says the line "does not" refer, never rebuilds it without them
 REFERRING = 2           # raw_lines.packed of a referring line (1: packed whole, 0: as read)
 MIN_REFERRED = 48       # bytes of JSON: a shorter text stays in the line (a reference is 4-10 bytes)
 _MARK = None            # re.compile'd on first use (``re`` is not imported on the hook's path)
@@ -262,45 +266,104 @@ def _starts_string(raw, at):
 
 def referred(marked):
     """The message ids a referring line's bytes name."""
-    return {int(m) for m in _marks().findall(marked)}
+    return {int(m) for m in _marks().findall(marked) if m.isdigit()}
 
 
-def rebuild(marked, texts, limit=LINE_LIMIT):
+def rebuild(marked, texts, limit=LINE_LIMIT, own=None):
     """The line's bytes: each reference of ``marked`` replaced by its message's text as JSON writes it
-    (``texts``: ``{id: text}``); ``UnpackError`` for a message that is not there, or past ``limit`` bytes
-    (counted before the line is built: a row naming one long text a million times allocates nothing)."""
+    (``texts``: ``{id: text}``), or by its row's own field (``own``: ``own_values``); ``UnpackError`` for
+    a message or a field that is not there, or past ``limit`` bytes (counted before the line is built: a
+    row naming one long text a million times allocates nothing)."""
     marks, encoded, size = _marks(), {}, len(marked)
+    own = own or {}
     for match in marks.finditer(marked):
-        mid = int(match.group(1))
-        if mid not in encoded:
-            found = texts.get(mid)
-            if found is None:
-                raise UnpackError(f"a kept line refers to message {mid}, which its journal no longer has")
-            encoded[mid] = text_json(found)[1:-1]
-        size += len(encoded[mid]) - (match.end() - match.start())
+        name = match.group(1)
+        if name not in encoded:
+            if not name.isdigit():
+                if name not in own:
+                    raise UnpackError(f"a kept line refers to its row's {_FIELD_NAMES[name]}, which it is not given")
+                encoded[name] = own[name]
+            else:
+                found = texts.get(int(name))
+                if found is None:
+                    raise UnpackError(f"a kept line refers to message {int(name)}, which its journal no longer has")
+                encoded[name] = text_json(found)[1:-1]
+        size += len(encoded[name]) - (match.end() - match.start())
         if size > limit:
             raise UnpackError(f"a kept line unpacks to more than {limit} bytes")
-    return marks.sub(lambda match: encoded[int(match.group(1))], marked)
+    return marks.sub(lambda match: encoded[match.group(1)], marked)
 
 
 def _marks():
     global _MARK
     if _MARK is None:
         import re
-        _MARK = re.compile(rb"\x00([0-9]{1,18})\x00")
+        _MARK = re.compile(rb"\x00([0-9]{1,18}|[kst])\x00")
     return _MARK
 
 
 def pack_referring(marked):
-    """A referring line's bytes (``refer``) packed behind ``REFERS``."""
-    return REFERS + pack(marked)
+    """A referring line's bytes (``refer``, ``refer_own``) packed behind ``REFERS_OWN``."""
+    return REFERS_OWN + pack(marked)
 
 
 def unpack_referring(blob, limit=LINE_LIMIT):
-    """The bytes of a referring line, its references in place (``rebuild`` puts the texts back)."""
-    if blob[:2] != REFERS:
+    """The bytes of a referring line, its references in place (``rebuild`` puts the texts back, and the
+    row's own fields where ``refers_own``)."""
+    if blob[:2] not in (REFERS, REFERS_OWN):
         raise UnpackError("a kept line marked as referring to its messages' text does not")
     return _inflate(blob[2:], limit)
+
+
+def refers_own(blob):
+    """Whether a referring line (as stored) may refer to its row's own fields: written since 2026-12-06."""
+    return blob[:2] == REFERS_OWN
+
+
+# -- a line's own fields -----------------------------------------------------------------------
+#
+# Every kept line repeats its row's identity: its uuid (the row's key), its session's id and its
+# timestamp (the row's created_at), 51 of the 297 bytes a packed line took at a million messages
+# (uuids are hex: zlib's dictionary cannot help). ``refer_own`` leaves each ``"uuid":"<key>"``,
+# ``"sessionId":"<session>"`` and ``"timestamp":"<created_at>"`` of a line as ``"uuid":"\x00k\x00"``
+# (``s``, ``t``); ``rebuild`` puts the row's values back. A line so stored is read with its row, never
+# apart from it (the push, restore, a redaction: ``localstore.keptlines``).
+
+_OWN = ((b"k", b'"uuid":"'), (b"s", b'"sessionId":"'), (b"t", b'"timestamp":"'))
+_FIELD_NAMES = {b"k": "key", b"s": "session", b"t": "timestamp"}
+OWN_MIN = 8   # bytes of a value: a shorter one stays in the line (a reference is 3)
+
+
+def own_values(key, session, created_at):
+    """``{mark: bytes}`` of a row's own fields as a line's JSON writes them (``refer_own``, ``rebuild``):
+    only strings, none holding a NUL."""
+    values = {}
+    for mark, value in ((b"k", key), (b"s", session), (b"t", created_at)):
+        if isinstance(value, str) and len(value) * 6 >= OWN_MIN:
+            encoded = text_json(value)[1:-1]
+            if len(encoded) >= OWN_MIN and b"\x00" not in encoded:
+                values[mark] = encoded
+    return values
+
+
+def refer_own(line, own):
+    """``line`` (a line's bytes, or ``refer``'s result) with each of its own fields whose value is its
+    row's (``own``: ``own_values``) left as a reference; None when none is."""
+    out = line
+    for mark, field in _OWN:
+        value = own.get(mark)
+        if value is not None:
+            out = out.replace(field + value + b'"', field + b"\x00" + mark + b'\x00"')
+    return None if out == line else out
+
+
+def refer_line(raw, texts, own):
+    """The line's bytes with its messages' texts (``refer``) and its own fields (``refer_own``) left as
+    references; None when nothing is referred, or the line holds a raw NUL."""
+    if b"\x00" in raw:
+        return None
+    marked = refer(raw, texts) if texts else None
+    return refer_own(raw if marked is None else marked, own) or marked
 
 
 # -- redaction inside the JSON ---------------------------------------------------------------

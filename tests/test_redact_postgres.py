@@ -35,8 +35,9 @@ def _pushed_in_clear(url):
     """Postgres' kept lines replaced by the journal's, as written (nothing redacted), each packed with
     zlib: what a version before issue 21 pushed for a line whose secrets only their keys name."""
     with Journal.open(paths.journal_path()) as journal:
-        raw = {key: keptlines.read_line(journal.conn, session, line, packed) for key, session, line, packed in
-               journal.conn.execute("SELECT key, session_id, line, packed FROM raw_lines WHERE line IS NOT NULL")}
+        raw = {key: keptlines.read_line(journal.conn, session, key, created, line, packed)
+               for key, session, created, line, packed in journal.conn.execute(
+                   "SELECT key, session_id, created_at, line, packed FROM raw_lines WHERE line IS NOT NULL")}
     with psycopg.connect(url) as conn:
         for key, line in raw.items():
             assert conn.execute("UPDATE raw_lines SET line = %s WHERE line_key = %s",

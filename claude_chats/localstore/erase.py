@@ -311,7 +311,7 @@ def _rewrite_kept_lines(conn, clean, dry_run):
         changed = []
         for rid, session, key, created, line, packed in rows:
             # a line referring to its messages' text reads them as rewritten above: redacted there
-            raw = keptlines.read_line(conn, session, line, packed)
+            raw = keptlines.read_line(conn, session, key, created, line, packed)
             new = rawlines.redact_line(raw, clean)
             if new is not raw:   # None: a line the redaction cannot read, kept as a link
                 blob, kind = (None, 1) if new is None else keptlines.pack_line(conn, session, key, created, new)

@@ -14,8 +14,6 @@ Not on the hook's path: the hook stores lines as it read them, ``chats sync`` an
 pack them.
 """
 
-import functools
-
 from .. import rawlines
 
 # the messages made from a line: a range of messages.uuid ('#' and '@' sort before 'A'), through its index
@@ -26,20 +24,25 @@ _BATCH = 500
 
 
 def pack_line(conn, session, key, created_at, raw):
-    """``(blob, packed)``: the line packed referring to its messages' text, or packed whole."""
+    """``(blob, packed)``: the line packed referring to its messages' text and its row's own fields
+    (``rawlines.refer_line``), or packed whole. What is stored referring is first rebuilt and compared
+    with the line: a line that would not come back byte for byte is packed whole."""
     texts = conn.execute(_TEXTS, (key, session, created_at)).fetchall() if key else []
-    marked = rawlines.refer(raw, texts) if texts else None
-    if marked is None:
+    own = rawlines.own_values(key, session, created_at)
+    marked = rawlines.refer_line(raw, texts, own)
+    if marked is None or rawlines.rebuild(marked, dict(texts), own=own) != raw:
         return rawlines.pack(raw), 1
     return rawlines.pack_referring(marked), rawlines.REFERRING
 
 
-def read_line(conn, session, blob, packed, limit=rawlines.LINE_LIMIT):
-    """The line's bytes from a row of ``raw_lines`` (``UnpackError`` when they cannot be had)."""
+def read_line(conn, session, key, created_at, blob, packed, limit=rawlines.LINE_LIMIT):
+    """The line's bytes from a row of ``raw_lines`` (its session, key, created_at, line and packed;
+    ``UnpackError`` when they cannot be had)."""
     if packed != rawlines.REFERRING:
         return rawlines.unpack(blob, limit)
     marked = rawlines.unpack_referring(blob, limit)
-    return rawlines.rebuild(marked, texts_of(conn, session, rawlines.referred(marked)), limit)
+    own = rawlines.own_values(key, session, created_at) if rawlines.refers_own(blob) else None
+    return rawlines.rebuild(marked, texts_of(conn, session, rawlines.referred(marked)), limit, own)
 
 
 def texts_of(conn, session, ids):
@@ -53,5 +56,8 @@ def texts_of(conn, session, ids):
 
 
 def reader(conn):
-    """``read(session, blob, packed, limit)`` for ``rawlines.unpack_rows``."""
-    return functools.partial(read_line, conn)
+    """``read(session, key, blob, (packed, created_at), limit)`` for ``rawlines.unpack_rows``."""
+    def read(session, key, blob, extra, limit):
+        packed, created_at = extra
+        return read_line(conn, session, key, created_at, blob, packed, limit)
+    return read

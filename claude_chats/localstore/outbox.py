@@ -251,7 +251,7 @@ def raw_line_rows(conn, limit=500, after_id=0):
     rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at, packed FROM raw_lines "
                         "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
     return [row[:7] if row[7] != rawlines.REFERRING else
-            (*row[:5], keptlines.read_line(conn, row[1], row[5], row[7]), row[6]) for row in rows]
+            (*row[:5], keptlines.read_line(conn, row[1], row[2], row[6], row[5], row[7]), row[6]) for row in rows]
 
 
 def raw_line_records(rows, lines):

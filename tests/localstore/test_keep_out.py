@@ -24,9 +24,9 @@ def _texts(conn, session=SESSION):
 
 
 def _kept(conn):
-    return [(key, parent, None if line is None else keptlines.read_line(conn, session, line, packed))
-            for session, key, parent, line, packed in conn.execute(
-                "SELECT session_id, key, parent, line, packed FROM raw_lines ORDER BY seq")]
+    return [(key, parent, None if line is None else keptlines.read_line(conn, session, key, created, line, packed))
+            for session, key, parent, line, packed, created in conn.execute(
+                "SELECT session_id, key, parent, line, packed, created_at FROM raw_lines ORDER BY seq")]
 
 
 def _turn(prompt, answer, uid, parent=None):

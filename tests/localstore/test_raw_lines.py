@@ -36,9 +36,11 @@ def _import(journal, folder):
 
 def _rows(journal, session):
     """``(key, parent, line's bytes or None)`` of the session's kept lines, as restore reads them."""
-    return [(key, parent, None if line is None else keptlines.read_line(journal.conn, session, line, packed))
-            for key, parent, line, packed in journal.conn.execute(
-                "SELECT key, parent, line, packed FROM raw_lines WHERE session_id = ? ORDER BY seq", (session,))]
+    return [(key, parent, None if line is None else keptlines.read_line(journal.conn, session, key, created, line,
+                                                                         packed))
+            for key, parent, line, packed, created in journal.conn.execute(
+                "SELECT key, parent, line, packed, created_at FROM raw_lines WHERE session_id = ? ORDER BY seq",
+                (session,))]
 
 
 def test_lines_resuming_needs_are_kept_and_the_noise_is_not(empty_journal):
@@ -68,9 +70,9 @@ def test_restored_lines_are_the_original_bytes_and_compressed(empty_journal):
     assert outbox.pack_raw_lines(empty_journal.conn) > 0
     assert empty_journal.conn.execute("SELECT count(*) FROM raw_lines WHERE packed = 0").fetchall()[0][0] == 0
     total = stored = 0
-    for session, line, packed in empty_journal.conn.execute(
-            "SELECT session_id, line, packed FROM raw_lines WHERE line IS NOT NULL"):
-        raw = keptlines.read_line(empty_journal.conn, session, line, packed)
+    for session, key, created, line, packed in empty_journal.conn.execute(
+            "SELECT session_id, key, created_at, line, packed FROM raw_lines WHERE line IS NOT NULL"):
+        raw = keptlines.read_line(empty_journal.conn, session, key, created, line, packed)
         json.loads(raw)
         total, stored = total + len(raw), stored + len(line)
     assert total / stored > 2, (total, stored)

@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 from claude_chats import config, paths
-from claude_chats.localstore import db, keptlines
+from claude_chats.localstore import db, keptlines, outbox, writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.searcher import Searcher
@@ -203,5 +203,20 @@ def hash_embedder():
 def kept_line_bytes(conn, where="line IS NOT NULL", args=()):
     """The bytes of the journal's kept lines (``raw_lines`` rows matching ``where``, in their order), as
     ``chats restore`` reads them: a line that refers to its messages' text with the texts put back."""
-    return [keptlines.read_line(conn, session, line, packed) for session, line, packed in conn.execute(
-        f"SELECT session_id, line, packed FROM raw_lines WHERE {where} ORDER BY session_id, seq", args)]
+    return [keptlines.read_line(conn, *row) for row in conn.execute(
+        f"SELECT session_id, key, created_at, line, packed FROM raw_lines WHERE {where} ORDER BY session_id, seq",
+        args)]
+
+
+def store_files(journal, files, by):
+    """``files`` stored in ``journal`` as ``chats import`` does (``by`` "import", lines packed as written) or
+    as the hook does and ``chats sync`` then packs (``"hook then sync"``)."""
+    if by == "import":
+        assert not journal.import_files([str(p) for p in files]).errors
+        return
+    stats = writer.IngestStats()   # the hook: lines as read
+    for path in files:
+        writer.ingest_file(journal.conn, str(path), stats)
+    assert journal.conn.execute("SELECT count(*) FROM raw_lines WHERE packed != 0 AND line IS NOT NULL").fetchall() \
+        == [(0,)]   # the hook compresses nothing
+    outbox.pack_raw_lines(journal.conn)
