@@ -359,11 +359,20 @@ def refer_own(line, own):
 
 def refer_line(raw, texts, own):
     """The line's bytes with its messages' texts (``refer``) and its own fields (``refer_own``) left as
-    references; None when nothing is referred, or the line holds a raw NUL."""
+    references; None when nothing is referred, or the line holds a raw NUL.
+
+    The fields are checked before they are left: the references ``rebuild`` would find in the result, its
+    fields put back and the texts' references left as they are, give the bytes before, or the fields stay
+    (a field's value holds no NUL and a text's reference is followed by a quote, a space or a backslash,
+    so no two references can be read as another; the check holds that, cheaply: no text is encoded)."""
     if b"\x00" in raw:
         return None
     marked = refer(raw, texts) if texts else None
-    return refer_own(raw if marked is None else marked, own) or marked
+    base = raw if marked is None else marked
+    out = refer_own(base, own)
+    if out is None or _marks().sub(lambda match: own.get(match.group(1), match.group(0)), out) != base:
+        return marked
+    return out
 
 
 # -- redaction inside the JSON ---------------------------------------------------------------

@@ -10,8 +10,11 @@ Tables of space ``n`` (created with the space, see ``vectors``):
 * ``ivf_<n>_lists(list, ids, scales, codes, fine)``: one row per list; blobs of its chunk ids
   (int64, 0 = a deleted slot), scales (float32), coarse codes (int8, ``d`` each) and fine codes
   (``codes.Codec``: ``d / 2`` bytes each, ``d`` in an index made before 2026-12-05).
-* ``ivf_<n>_tail(id, list, scale, codes, fine)``: chunks added since the lists were last
-  rewritten, one row each (``chats sync`` appends here; ``maintain`` folds it into the lists).
+* ``ivf_<n>_tail(list, id, scale, codes, fine)``: chunks added since the lists were last
+  rewritten, one row each (``chats sync`` appends here; ``maintain`` folds it into the lists), kept
+  in order of list (``WITHOUT ROWID``, ``TAIL_TABLE``): a search reads the rows of the lists it probes
+  from a few consecutive pages. A tail made before 2026-12-06 (a rowid table, with an index of the
+  list and one a search scans it by, ``_create_scan_index``) is made anew when a fold empties it.
 * ``ivf_<n>_meta(key, value)``: the centroids (float32), the count they were trained at, the
   dimensions and the fine codes' format (``fine_bits``).
 * ``ivf_<n>_dead(id)``: chunks deleted whose bytes may still be in a list's blobs (a trigger on
@@ -66,27 +69,38 @@ def create(conn, space_id):
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {t['lists']} (list INTEGER PRIMARY KEY, ids BLOB NOT NULL, "
         f"scales BLOB NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL);"
-        f"CREATE TABLE IF NOT EXISTS {t['tail']} (id INTEGER PRIMARY KEY, list INTEGER NOT NULL, "
-        f"scale REAL NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL);"
-        f"CREATE INDEX IF NOT EXISTS {t['tail']}_list ON {t['tail']}(list);"
+        f"{TAIL_TABLE.format(tail=t['tail'])};"
         f"CREATE TABLE IF NOT EXISTS {t['meta']} (key TEXT PRIMARY KEY, value);"
         f"CREATE TABLE IF NOT EXISTS {t['dead']} (id INTEGER PRIMARY KEY);"
         f"CREATE TRIGGER IF NOT EXISTS ivf_{int(space_id)}_chunk_delete AFTER DELETE ON chunks "
         f"WHEN old.space_id = {int(space_id)} BEGIN INSERT OR IGNORE INTO {t['dead']}(id) SELECT old.id "
         f"WHERE NOT EXISTS (SELECT 1 FROM {t['tail']} WHERE id = old.id); "
         f"DELETE FROM {t['tail']} WHERE id = old.id; END;")
-    _create_scan_index(conn, t)
+
+
+# The tail in order of list, the row its own index entry: a search's rows of a list are consecutive
+# (read through an index of the list alone, they came one page each from all over a rowid table: 6.6 ms
+# of a 27 ms vector leg at 1M, with 72,703 rows not folded yet), and no second copy of the codes is
+# kept for it (the covering index a rowid tail needed took 35 bytes a message at 1M). ``id`` is unique:
+# a chunk is in one list at most, and found by id through that index (deletes, the fine codes).
+TAIL_TABLE = ("CREATE TABLE IF NOT EXISTS {tail} (list INTEGER NOT NULL, id INTEGER NOT NULL UNIQUE, "
+              "scale REAL NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL, PRIMARY KEY (list, id)) WITHOUT ROWID")
+
+
+def tail_in_list_order(conn, space_id):
+    """Whether the space's tail is kept in order of list (``TAIL_TABLE``), not in a rowid table of before."""
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                       (names(space_id)["tail"],)).fetchall()
+    return bool(sql) and "WITHOUT ROWID" in sql[0][0].upper()
 
 
 def ensure_scan_index(conn, space_id, transaction):
-    """The tail's index a search scans it by (its rows by list, each with its coarse codes), made in a
-    ``transaction()`` when missing. A search reads the tail's rows of the lists it probes; found through an
-    index of the list alone, they came one page each from all over the table (rows of ~800 bytes, the
-    fine codes with them): 6.6 ms of a 27 ms vector leg at 1M, with 72,703 rows not folded yet. Read
-    from this one they are a few consecutive pages. Spaces made before it get it at their next sync
-    (``LocalVectors.prepare``). The index of the list alone stays: ``counts`` counts the tail through
-    the narrowest index, which this one (30 MB at 1M) is not."""
+    """A rowid tail's index a search scans it by (its rows by list, each with its coarse codes), made in a
+    ``transaction()`` when missing (a space made before 2026-12-05, until a fold makes its tail anew in
+    order of list: ``TAIL_TABLE``). ``LocalVectors.prepare`` calls it at every sync."""
     t = names(space_id)
+    if tail_in_list_order(conn, space_id):
+        return
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
                         (f"{t['tail']}_scan",)).fetchall():
         with transaction():
@@ -242,6 +256,10 @@ def fold(conn, space_id, transaction):
                          (lst, ids, scales, codes, fine))
             conn.execute(f"DELETE FROM {t['tail']} WHERE list = ?", (lst,))
         faults.point("mid-fold")
+    if not tail_in_list_order(conn, space_id):
+        with transaction():
+            if not conn.execute(f"SELECT 1 FROM {t['tail']} LIMIT 1").fetchall():   # (empty: nothing to copy)
+                conn.execute(f"DROP TABLE {t['tail']}; {TAIL_TABLE.format(tail=t['tail'])}")
 
 
 def _every_vector(conn, space_id):

@@ -25,12 +25,10 @@ _BATCH = 500
 
 def pack_line(conn, session, key, created_at, raw):
     """``(blob, packed)``: the line packed referring to its messages' text and its row's own fields
-    (``rawlines.refer_line``), or packed whole. What is stored referring is first rebuilt and compared
-    with the line: a line that would not come back byte for byte is packed whole."""
+    (``rawlines.refer_line``), or packed whole."""
     texts = conn.execute(_TEXTS, (key, session, created_at)).fetchall() if key else []
-    own = rawlines.own_values(key, session, created_at)
-    marked = rawlines.refer_line(raw, texts, own)
-    if marked is None or rawlines.rebuild(marked, dict(texts), own=own) != raw:
+    marked = rawlines.refer_line(raw, texts, rawlines.own_values(key, session, created_at))
+    if marked is None:
         return rawlines.pack(raw), 1
     return rawlines.pack_referring(marked), rawlines.REFERRING
 

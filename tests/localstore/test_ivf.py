@@ -410,7 +410,7 @@ def test_a_purge_leaves_no_vector_of_the_tail_on_disk_nor_in_its_scan_index():
         assert ivf.counts(journal.conn, space_id) == (1200, 300)
         plan = journal.conn.execute(f"EXPLAIN QUERY PLAN SELECT id, scale, codes FROM ivf_{space_id}_tail "
                                     "WHERE list IN (1, 2)").fetchall()
-        assert "COVERING INDEX" in str(plan)
+        assert "USING PRIMARY KEY (list=?)" in str(plan)   # rows in order of list, no second copy of the codes
         purged_codes = [b for b in stored_codes(journal.conn, space_id, purged) if any(b)]
     assert len(purged_codes) == 2 * len(purged)
     chats("purge", "--session", "sess-purged", "--yes")
@@ -419,24 +419,52 @@ def test_a_purge_leaves_no_vector_of_the_tail_on_disk_nor_in_its_scan_index():
     assert [c for c in purged_codes if c in data] == []
 
 
-def test_a_space_made_before_the_tails_scan_index_gets_it_at_the_next_sync(conn):
-    """The tail's rows were found through an index of the list alone, one page each: a space made then
-    gets the scan index when a sync prepares it, and searches answer as before."""
+def _rowid_tail(conn, space_id):
+    """The space's tail as versions before 2026-12-06 made it: a rowid table and an index of the list."""
+    tail = f"ivf_{space_id}_tail"
+    conn.execute(f"DROP TABLE {tail}; CREATE TABLE {tail} (id INTEGER PRIMARY KEY, list INTEGER NOT NULL, "
+                 f"scale REAL NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL); CREATE INDEX {tail}_list ON {tail}(list)")
+
+
+def _index_names(conn):
+    return {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+def test_a_space_made_before_the_tail_in_list_order_is_scanned_by_index_then_made_anew_by_a_fold(conn):
+    """A rowid tail's rows were found through an index of the list alone, one page each: a space made then
+    gets the scan index when a sync prepares it; the first fold that empties the tail makes it anew in order
+    of list, without either index. Searches answer the same all along."""
     space_id, stored = fill(conn, ["s1"], 3000)
     ivf.retrain(conn, space_id, tx(conn), nlist=32)
+    assert ivf.tail_in_list_order(conn, space_id)
+    _rowid_tail(conn, space_id)
+    assert not ivf.tail_in_list_order(conn, space_id)
     add_late(conn, space_id, "s1", clustered(400, seed=9))
-    conn.execute(f"DROP INDEX ivf_{space_id}_tail_scan")   # as versions before it made the space
     reader = ivf.Reader(conn, space_id)
     queries = clustered(10, seed=10)
     before = [reader.nearest(q, 20) for q in queries]
     provider = HashEmbedder()
     outbox.LocalVectors(conn).prepare(provider.space, canary_vector(provider))
-    names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {f"ivf_{space_id}_tail_scan", f"ivf_{space_id}_tail_list"} <= names
-    for q, (ids, sims) in zip(queries, before):
-        again, again_sims = ivf.Reader(conn, space_id).nearest(q, 20)
-        assert again.tolist() == ids.tolist()
-        np.testing.assert_array_equal(again_sims, sims)
+    assert {f"ivf_{space_id}_tail_scan", f"ivf_{space_id}_tail_list"} <= _index_names(conn)
+
+    def same_answers():
+        for q, (ids, sims) in zip(queries, before):
+            again, again_sims = ivf.Reader(conn, space_id).nearest(q, 20)
+            assert again.tolist() == ids.tolist()
+            np.testing.assert_array_equal(again_sims, sims)
+    same_answers()
+    ivf.fold(conn, space_id, tx(conn))
+    assert ivf.tail_in_list_order(conn, space_id) and ivf.counts(conn, space_id) == (3400, 0)
+    assert not {f"ivf_{space_id}_tail_scan", f"ivf_{space_id}_tail_list"} & _index_names(conn)
+    same_answers()
+    # the tail made anew takes chunks as before, and a chunk deleted leaves it
+    conn.execute("INSERT INTO sessions(id, updated_at) VALUES ('s2', '2026-01-01')")
+    extra = add_late(conn, space_id, "s2", clustered(30, seed=11), name="after")
+    assert ivf.counts(conn, space_id) == (3400, 30)
+    (gone,), = conn.execute("SELECT id FROM chunks WHERE message_id = ?", (next(iter(extra)),)).fetchall()
+    conn.execute("DELETE FROM chunks WHERE id = ?", (gone,))
+    assert ivf.counts(conn, space_id) == (3400, 29)
+    assert gone not in ivf.live(conn, space_id).tolist()
 
 
 def test_two_spaces_never_mix_in_the_index(conn):
