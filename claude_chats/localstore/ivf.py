@@ -84,7 +84,8 @@ def create(conn, space_id):
 # kept for it (the covering index a rowid tail needed took 35 bytes a message at 1M). ``id`` is unique:
 # a chunk is in one list at most, and found by id through that index (deletes, the fine codes).
 TAIL_TABLE = ("CREATE TABLE IF NOT EXISTS {tail} (list INTEGER NOT NULL, id INTEGER NOT NULL UNIQUE, "
-              "scale REAL NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL, PRIMARY KEY (list, id)) WITHOUT ROWID")
+              "scale REAL NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL, PRIMARY KEY (list, id)) "
+              "WITHOUT ROWID")
 
 
 def tail_in_list_order(conn, space_id):
