@@ -150,6 +150,11 @@ _OLD_TEXT = "CASE WHEN typeof(old.content) = 'text' THEN old.content ELSE chats_
 _NEW_TEXT = _OLD_TEXT.replace("old.", "new.")
 
 
+# the insert trigger's condition since journal migration 0011: the writer, which indexes its messages itself
+# (``writer._insert_messages``), says so on its connection (``texts.indexing_later``)
+INSERT_WHEN = "WHEN NOT chats_repacking() AND NOT chats_fts_later()"
+
+
 def write_triggers(conn, names=None):
     """The triggers that keep the index in step with ``messages``: a new message goes to the head; a
     deleted one leaves the table that holds it (one ``%_docsize`` lookup a table); an updated one leaves
@@ -162,7 +167,7 @@ def write_triggers(conn, names=None):
     leave = "".join(f"    INSERT INTO {n}({n}, rowid, content) SELECT 'delete', old.id, {_OLD_TEXT} "
                     f"WHERE EXISTS (SELECT 1 FROM {n}_docsize WHERE id = old.id);\n" for n in names)
     # (a text being packed: its message deleted and inserted again as it was, ``texts``: the index keeps it)
-    conn.execute(f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages WHEN NOT chats_repacking() BEGIN\n"
+    conn.execute(f"CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages {INSERT_WHEN} BEGIN\n"
                  f"    INSERT INTO {HEAD}(rowid, content) VALUES (new.id, {_NEW_TEXT});\nEND")
     conn.execute(f"CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN NOT chats_repacking() "
                  f"BEGIN\n{leave}END")

@@ -11,7 +11,9 @@ Every reader of the text goes through SQL functions every journal connection has
 called by ``db.connect``):
 
 * ``chats_text(content)``: the text (a TEXT value as it is, a packed one unpacked);
-* ``chats_length(content)``: its length in characters, without unpacking (the counts' triggers).
+* ``chats_length(content)``: its length in characters, without unpacking (the counts' triggers);
+* ``chats_repacking()`` and ``chats_fts_later()``: 0, but 1 on one connection while it packs texts
+  (``repacking``) or indexes the messages it inserts itself (``indexing_later``).
 
 The full-text index (external content) is given the text by its triggers through ``chats_text``;
 packing leaves it alone (the text is the same: see ``outbox.pack_old_texts``). A packed text that is
@@ -32,12 +34,38 @@ LEVEL = 6
 TEXT_LIMIT = 64 << 20     # bytes a packed text may unpack to: a message comes from one transcript line (see rawlines)
 
 
+# id(conn) -> [0 or 1]: what ``chats_fts_later()`` says on that connection. A closed connection's cell
+# stays (a list of one int); a new connection given its id is given a new cell by ``register``.
+_INDEXING_LATER = {}
+
+
 def register(conn):
-    """``chats_text``, ``chats_length`` and ``chats_repacking`` (0: see ``outbox.pack_old_texts``) on
-    ``conn`` (every journal connection: ``db.connect``)."""
+    """``chats_text``, ``chats_length``, ``chats_repacking`` (0: see ``outbox.pack_old_texts``) and
+    ``chats_fts_later`` (0: see ``indexing_later``) on ``conn`` (every journal connection: ``db.connect``)."""
     conn.create_scalar_function("chats_text", text_of, 1, deterministic=True)
     conn.create_scalar_function("chats_length", length_of, 1, deterministic=True)
     repacking(conn, False)
+    # a cell read by the function, not a function registered again: registering one expires every
+    # statement the connection has prepared (each is compiled again on its next use)
+    cell = _INDEXING_LATER[id(conn)] = [0]
+    conn.create_scalar_function("chats_fts_later", lambda: cell[0], 0)
+
+
+class indexing_later:   # noqa: N801 - a context, named as what it says
+    """A context in which ``chats_fts_later()`` is 1 on ``conn`` (a journal connection: ``register``): the
+    full-text index's insert trigger leaves the messages inserted to the writer, which indexes them in one
+    statement after (``writer._insert_messages``)."""
+
+    def __init__(self, conn):
+        self.cell = _INDEXING_LATER[id(conn)]
+
+    def __enter__(self):
+        self.cell[0] = 1
+        return self
+
+    def __exit__(self, *exc):
+        self.cell[0] = 0
+        return False
 
 
 def repacking(conn, on):
