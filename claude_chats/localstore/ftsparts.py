@@ -24,6 +24,7 @@ meanwhile hides nothing from it.
 """
 
 from .. import faults
+from . import texts
 from .db import Immediate
 
 HEAD = "messages_fts"
@@ -146,8 +147,8 @@ def optimize(conn, name):
 
 
 # a message's text for the index: a TEXT value as it is, a packed one through ``chats_text`` (``texts``)
-_OLD_TEXT = "CASE WHEN typeof(old.content) = 'text' THEN old.content ELSE chats_text(old.content) END"
-_NEW_TEXT = _OLD_TEXT.replace("old.", "new.")
+_OLD_TEXT = texts.text_sql("old.")
+_NEW_TEXT = texts.text_sql("new.")
 
 
 # the insert trigger's condition since journal migration 0011: the writer, which indexes its messages itself

@@ -68,6 +68,12 @@ class indexing_later:   # noqa: N801 - a context, named as what it says
         return False
 
 
+def text_sql(row=""):
+    """SQL for the text of ``messages.content`` of ``row`` (``"old."``, ``"new."``, or ``""``: the row read):
+    a TEXT value as it is (no call into Python), a packed one through ``chats_text``."""
+    return f"CASE WHEN typeof({row}content) = 'text' THEN {row}content ELSE chats_text({row}content) END"
+
+
 def repacking(conn, on):
     """What ``chats_repacking()`` says on ``conn``: while 1, the triggers on messages do nothing there
     (journal migration 0010), so a message deleted and inserted again as it was changes nothing else."""

@@ -300,10 +300,9 @@ def _store(conn, result, file_id, stats, machine):
     _resolve_summaries(conn, file_id)
 
 
-# What the full-text index's insert trigger does for one message (``ftsparts``: the head, the text through
-# ``chats_text`` when packed), for every message above an id. (Here: ``ftsparts`` is off the hook's path.)
-_INDEX_ABOVE = ("INSERT INTO messages_fts(rowid, content) SELECT id, CASE WHEN typeof(content) = 'text' THEN content "
-                "ELSE chats_text(content) END FROM messages WHERE id > ?")
+# What the full-text index's insert trigger does for one message (``ftsparts.write_triggers``: into the head),
+# for every message above an id. (Written here: ``ftsparts`` is off the hook's path.)
+_INDEX_ABOVE = f"INSERT INTO messages_fts(rowid, content) SELECT id, {texts.text_sql()} FROM messages WHERE id > ?"
 
 
 def _insert_messages(conn, rows):
