@@ -54,7 +54,12 @@ class OllamaProvider(EmbeddingProvider):
         self.document_prefix = known_document if document_prefix is None else document_prefix
         self.retries, self.backoff, self.timeout = retries, backoff, timeout
         self._httpx = httpx
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+        # No TLS context for a plain-http server (a local Ollama): httpx makes one for every client by
+        # default, loading the CA bundle, 30-60 ms of each process's first search; this client only
+        # ever asks its own base URL and follows no redirect, so it never opens a TLS connection then.
+        # Any other scheme (https, however spelled) verifies as before.
+        verify = not self.base_url.lower().startswith("http://")
+        self._client = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport, verify=verify)
         self._requested_dimensions = dimensions
         self._dimensions = None
         self._legacy = False

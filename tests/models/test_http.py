@@ -143,3 +143,54 @@ def test_ollama_bad_request_is_not_retried(ollama_server):
 ])
 def test_ollama_host_forms(value, url):
     assert normalize_url(value) == url
+
+
+@pytest.fixture
+def tls_ollama_server(tmp_path):
+    """The fake Ollama behind TLS, with a self-signed certificate no trust store holds."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with Server({"/api/embed": ollama_embed}) as server:
+        server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+        yield server
+
+
+@pytest.mark.parametrize("scheme", ["https", "HTTPS"])
+def test_ollama_over_tls_still_verifies_the_certificate(tls_ollama_server, scheme):
+    """A plain-http Ollama gets a client without a TLS context (its first search 30-60 ms sooner); any other
+    scheme, however spelled, keeps verifying: a certificate no trust store holds is refused, nothing is sent."""
+    url = tls_ollama_server.url.replace("http", scheme, 1)
+    with pytest.raises(ProviderError):
+        OllamaProvider(base_url=url, retries=0).embed_documents(["a secret prompt"])
+    assert tls_ollama_server.requests == []
+
+
+def test_ollama_over_plain_http_has_no_tls_context(ollama_server):
+    """What makes the first search sooner: the client of a plain-http Ollama loads no CA bundle (the
+    cost, 30-60 ms, is in ``ssl.create_default_context``), and embeds as before."""
+    import ssl
+
+    made = []
+    real = ssl.create_default_context
+
+    def counting(*args, **kwargs):
+        made.append(1)
+        return real(*args, **kwargs)
+
+    ssl.create_default_context = counting
+    try:
+        provider = OllamaProvider(base_url=ollama_server.url)
+        assert provider.embed_documents(["alpha"]).shape == (1, 1024)
+        OllamaProvider(base_url=ollama_server.url.replace("http", "https", 1), retries=0)
+    finally:
+        ssl.create_default_context = real
+    assert made == [1]   # the https one only
