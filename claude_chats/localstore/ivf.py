@@ -48,6 +48,7 @@ MIN_PROBE = 8
 RERANK_MIN = 50          # candidates re-ranked by the fine codes: at least this many, else twice the ask
 TAIL_MIN = 2_048         # the tail is folded into the lists above this many rows, or 1/TAIL_SHARE of the space
 TAIL_SHARE = 64          # a search reads its tail rows through SQL: 1.5 us a row against 0.2 in a list
+BUSY_TAIL_SHARE = 16     # ... while a sync is still embedding (a fold rewrites every list: 6.6 s at 1M)
 KMEANS_SAMPLE = 40       # vectors sampled per list to train
 KMEANS_ROUNDS = 8
 ROW_BATCH = 20_000
@@ -219,8 +220,10 @@ def live(conn, space_id):
 # -- maintenance (chats sync) --------------------------------------------------------------------
 
 
-def maintain(conn, space_id, transaction, progress=None):
-    """Zero dead slots, retrain the lists when the space outgrew them, fold a long tail into them.
+def maintain(conn, space_id, transaction, progress=None, tail_share=TAIL_SHARE):
+    """Zero dead slots, retrain the lists when the space outgrew them, fold the tail into them once it
+    holds ``1 / tail_share`` of the space (``BUSY_TAIL_SHARE`` between a sync's batches, so that a
+    year's backlog is not folded 89 times; ``TAIL_SHARE`` when the sync is done).
 
     ``transaction`` is a context factory for one short write transaction (``db.Immediate``-like).
     Returns what it did: ``"retrained"``, ``"folded"`` or None."""
@@ -233,7 +236,7 @@ def maintain(conn, space_id, transaction, progress=None):
     if (not trained and total >= TRAIN_AT) or (trained and total >= RETRAIN_GROWTH * trained):
         retrain(conn, space_id, transaction, progress)
         return "retrained"
-    if tail >= max(TAIL_MIN, total // TAIL_SHARE):
+    if tail >= max(TAIL_MIN, total // tail_share):
         fold(conn, space_id, transaction)
         return "folded"
     return None

@@ -373,11 +373,11 @@ class LocalVectors:
             self._ahead = None   # what was read ahead does not hold these any more (none: nothing changed)
         return kept
 
-    def maintain(self, progress=None):
-        """Keep the index in shape after vectors were written (``ivf.maintain``)."""
+    def maintain(self, progress=None, busy=False):
+        """Keep the index in shape after vectors were written (``vectors.maintain``)."""
         if self.space_id is None:
             return None
-        return vectors.maintain(self.conn, self.space_id, lambda: Immediate(self.conn), progress)
+        return vectors.maintain(self.conn, self.space_id, lambda: Immediate(self.conn), progress, busy)
 
 
 def local_vectors(journal):

@@ -161,9 +161,11 @@ def repair(conn, space_id, transaction):
     return lost
 
 
-def maintain(conn, space_id, transaction, progress=None):
-    """Keep the space's index in shape after sync wrote vectors (``ivf.maintain``)."""
-    return ivf.maintain(conn, space_id, transaction, progress)
+def maintain(conn, space_id, transaction, progress=None, busy=False):
+    """Keep the space's index in shape after sync wrote vectors (``ivf.maintain``); ``busy``: more batches
+    follow (the tail may grow longer before it is folded)."""
+    return ivf.maintain(conn, space_id, transaction, progress,
+                        ivf.BUSY_TAIL_SHARE if busy else ivf.TAIL_SHARE)
 
 
 def _blob(vector):

@@ -216,6 +216,7 @@ class Syncer:
             deferred = self._maybe_defer_index()
             self._batches()
             self._backfill()
+            self._keep_index(busy=False)   # the tail folded at 1/64 once the run's vectors are in
             with self._indexing(deferred):   # on a connection of its own, while the kept lines go
                 self._push_renamed_sessions()
                 self._push_raw_lines()
@@ -259,10 +260,11 @@ class Syncer:
             self.space_id = self._pg(self.store.ensure_space, self.space, self.canary, self.index_kind)
             self._check_canary(self.space)
 
-    def _keep_index(self):
-        """The journal's vector index kept in shape after vectors were written (``LocalVectors.maintain``)."""
+    def _keep_index(self, busy=True):
+        """The journal's vector index kept in shape after vectors were written (``LocalVectors.maintain``);
+        ``busy``: between batches (the tail is folded at a larger share, once the run is done at 1/64)."""
         if hasattr(self.local, "maintain"):
-            self.local.maintain()
+            self.local.maintain(busy=busy)
 
     def _check_canary(self, space):
         """Refuse to push into a space whose stored canary this model does not reproduce

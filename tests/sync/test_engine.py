@@ -296,3 +296,33 @@ def test_a_bulk_load_that_fails_still_rebuilds_the_indexes(empty_journal, tmp_pa
         assert report.index_rebuilt and report.text_index_rebuilt
         (space,) = store.spaces()
         assert store.has_index(space["id"]) and store.has_text_index()
+
+
+def test_the_vector_index_tail_is_folded_at_a_sixty_fourth_once_the_run_is_done(empty_journal, tmp_path,
+                                                                                monkeypatch):
+    """Between a sync's batches the index's tail folds at 1/16 of the space (a fold rewrites every list: a
+    year's backlog folded at 1/64 would be folded 89 times); once the run's vectors are in, at 1/64 (a search
+    reads its tail rows through SQL). Scaled down: lists from 100 vectors, a tail of 4 rows may fold, a slice
+    of 4 messages embedded at a time."""
+    from claude_chats.localstore import ivf, vectors
+    from claude_chats.sync import engine
+
+    monkeypatch.setattr(ivf, "TRAIN_AT", 100)
+    monkeypatch.setattr(ivf, "TAIL_MIN", 4)
+    monkeypatch.setattr(engine, "EMBED_SLICE", 4)
+    shares = []
+    real = ivf.maintain
+
+    def watched(conn, space_id, transaction, progress=None, tail_share=ivf.TAIL_SHARE):
+        shares.append((tail_share, ivf.counts(conn, space_id)[1]))
+        return real(conn, space_id, transaction, progress, tail_share)
+
+    monkeypatch.setattr(ivf, "maintain", watched)
+    empty_journal.import_files([str(write_transcript(tmp_path, "s-a", 300))])
+    assert sync(empty_journal, None).embedded == 300
+    ((_, space, count, _messages),) = vectors.count_vectors(empty_journal.conn)
+    listed, tail = ivf.counts(empty_journal.conn, vectors.find_space(empty_journal.conn, space.key))
+    assert listed + tail == count == 300
+    assert tail < max(4, 300 // 64)                              # folded at the end ...
+    assert {s for s, _ in shares[:-1]} == {16} and shares[-1][0] == 64
+    assert shares[-1][1] >= 300 // 64                             # ... which the batches alone had not done
