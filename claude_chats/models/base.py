@@ -145,10 +145,13 @@ class EmbeddingProvider:
         except ProviderError as exc:
             # An API may echo the request, key included, in its error: never pass a secret on.
             raise type(exc)(redact(str(exc))) from None
-        vectors = np.concatenate([np.asarray(p, dtype=np.float32).reshape(len(p), -1) for p in parts])
+        with np.errstate(over="ignore", invalid="ignore"):   # said below, in one line, not as numpy's warning
+            vectors = np.concatenate([np.asarray(p, dtype=np.float32).reshape(len(p), -1) for p in parts])
         if vectors.shape != (len(texts), self.dimensions):
             raise ProviderError(f"{self.name} {self.model_id} returned vectors of shape {vectors.shape}, "
                                 f"expected ({len(texts)}, {self.dimensions})")
+        if not np.isfinite(vectors).all():   # JSON's NaN, or a number past float32: no space holds it
+            raise ProviderError(f"{self.name} {self.model_id} returned a vector with NaN or infinite values")
         return normalize(vectors)
 
     def _batches(self, texts):

@@ -194,3 +194,20 @@ def test_ollama_over_plain_http_has_no_tls_context(ollama_server):
     finally:
         ssl.create_default_context = real
     assert made == [1]   # the https one only
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "1e39"])
+def test_ollama_vectors_that_are_not_finite_are_refused(ollama_server, bad):
+    """A server answering NaN (Python's JSON reads it), infinity or a number past float32 gives a clear
+    error, never a vector to store, push or search with (the index's codes and the query's would be
+    garbage, and pgvector refuses NaN)."""
+    def broken(server, body):
+        values = ", ".join(["0.1"] * 1023 + [bad])
+        return 200, '{"model": "mxbai-embed-large", "embeddings": [[' + values + ']]}', {}
+
+    ollama_server.routes["/api/embed"] = broken
+    provider = OllamaProvider(base_url=ollama_server.url, retries=0)
+    with pytest.raises(ProviderError, match="NaN or infinite"):
+        provider.embed_query("a query")
+    with pytest.raises(ProviderError, match="NaN or infinite"):
+        provider.embed_documents(["a message"])
