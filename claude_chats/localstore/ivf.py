@@ -470,8 +470,9 @@ class Reader:
 
     def _score(self, codes, query, scales):
         """Coarse cosines of int8 codes with the query (a ``Query``): each code row's integer products with
-        the query's two rows of int8 codes (SimSIMD's int8 kernel; exact in float32, every product is
-        below 2^23), weighted by their scales. Not ``cdist(..., out=)``: SimSIMD 6.5 returns None from it
+        the query's two rows of int8 codes (SimSIMD's int8 kernel, summed in integers; as float32 exact up
+        to 1,040 dimensions, |product| <= d x 127^2 < 2^24, and within 6e-8 of it beyond), weighted by
+        their scales. Not ``cdist(..., out=)``: SimSIMD 6.5 returns None from it
         without a reference, and the process aborts ("deallocating None") some hundred scans later."""
         if not len(codes):
             return np.zeros(0, np.float32)
