@@ -80,12 +80,10 @@ def pack(raw):
     one as it is."""
     if is_packed(raw):
         return raw
-    import zlib
-
+    from . import deflate
     from .linedict import CURRENT
 
-    stream = zlib.compressobj(LEVEL, zlib.DEFLATED, zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY, CURRENT)
-    return stream.compress(raw) + stream.flush()
+    return deflate.compress(raw, LEVEL, CURRENT)   # zlib's stream, without preparing a 32 KB window
 
 
 # The most bytes one kept line may unpack to. A kept line is a message Claude Code sent to the API (or a
