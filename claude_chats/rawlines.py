@@ -80,10 +80,12 @@ def pack(raw):
     one as it is."""
     if is_packed(raw):
         return raw
-    from . import deflate
+    import zlib
+
     from .linedict import CURRENT
 
-    return deflate.compress(raw, LEVEL, CURRENT)   # zlib's stream, without preparing a 32 KB window
+    stream = zlib.compressobj(LEVEL, zlib.DEFLATED, zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY, CURRENT)
+    return stream.compress(raw) + stream.flush()
 
 
 # The most bytes one kept line may unpack to. A kept line is a message Claude Code sent to the API (or a

@@ -18,7 +18,7 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "claude_chats"
 
-GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "rawlines", "linedict", "deflate", "hosts", "times", "records",
+GROUND = {"errors", "paths", "jsonl", "redact", "transcript", "rawlines", "linedict", "hosts", "times", "records",
           "faults", "words", "claudecode", "capture", "scrub"}
 STORES = ("localstore", "pgstore")
 ABOVE_STORES = ("sync", "stores", "purge", "pgredact", "restore", "config", "status", "doctor", "install", "evaluate",

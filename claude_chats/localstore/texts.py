@@ -103,10 +103,10 @@ def pack(text):
     (SQL's ``length`` of it, which the counts hold, stops there)."""
     if not isinstance(text, str) or len(text) < PACK_MIN or not text.strip(" \t\n") or "\x00" in text:
         return None
-    from .. import deflate
+    import zlib
 
     raw = text.encode("utf-8", "surrogatepass")
-    packed = PACKED + len(text).to_bytes(4, "little") + deflate.compress(raw, LEVEL)   # = zlib.compress(raw, LEVEL)
+    packed = PACKED + len(text).to_bytes(4, "little") + zlib.compress(raw, LEVEL)
     return packed if len(packed) < len(raw) else None
 
 
