@@ -457,27 +457,16 @@ class Reader:
             for column, into in (("ids", ids[at:at + n]), ("scales", scales[at:at + n]), ("codes", codes)):
                 with self.conn.blob_open("main", self.t["lists"], column, lst, False) as blob:
                     blob.read_into(into)
-            coarse[at:at + n] = self._score(codes, query, scales[at:at + n])
+            coarse[at:at + n] = query.coarse(codes, scales[at:at + n])
             lists[at:at + n], slots[at:at + n] = lst, np.arange(n)
             at += n
         if tail:
             ids[at:] = [r[0] for r in tail]
             scales[at:] = [r[1] for r in tail]
             codes = self.codec.codes_rows(b"".join(r[2] for r in tail))
-            coarse[at:] = self._score(codes, query, scales[at:])
+            coarse[at:] = query.coarse(codes, scales[at:])
             lists[at:], slots[at:] = -1, -1
         return ids, scales, coarse, lists, slots
-
-    def _score(self, codes, query, scales):
-        """Coarse cosines of int8 codes with the query (a ``Query``): each code row's integer products with
-        the query's two rows of int8 codes (SimSIMD's int8 kernel, summed in integers; as float32 exact up
-        to 1,040 dimensions, |product| <= d x 127^2 < 2^24, and within 6e-8 of it beyond), weighted by
-        their scales. Not ``cdist(..., out=)``: SimSIMD 6.5 returns None from it
-        without a reference, and the process aborts ("deallocating None") some hundred scans later."""
-        if not len(codes):
-            return np.zeros(0, np.float32)
-        products = np.asarray(simsimd.cdist(query.codes, codes, metric="dot", out_dtype="float32"))
-        return (products[0] * query.scale + products[1] * query.fine_scale) * scales
 
     def _buffer(self, n):
         """A buffer of ``n`` rows of int8 codes: grown as needed, reused list after list."""
@@ -533,6 +522,17 @@ class Query:
         lo = np.clip(np.rint((ratio - hi) * 254), -127, 127)
         self.codes = np.stack([hi, lo]).astype(np.int8)
         self.fine_scale = np.float32(self.scale / 254)
+
+    def coarse(self, codes, scales):
+        """Coarse cosines of int8 codes (rows) with this query: each row's integer products with the query's
+        two rows of codes (SimSIMD's int8 kernel, summed in integers; as float32 exact up to 1,040
+        dimensions, |product| <= d x 127^2 < 2^24, and within 6e-8 of it beyond), weighted by the scales.
+        Not ``cdist(..., out=)``: SimSIMD 6.5 returns None from it without a reference, and the process
+        aborts ("deallocating None") some hundred scans later."""
+        if not len(codes):
+            return np.zeros(0, np.float32)
+        products = np.asarray(simsimd.cdist(self.codes, codes, metric="dot", out_dtype="float32"))
+        return (products[0] * self.scale + products[1] * self.fine_scale) * scales
 
 
 def vectors_of(conn, space_id, chunk_ids, locator=None):

@@ -169,7 +169,7 @@ def test_the_scan_products_hold_at_the_largest_codes(dims):
     scales = rng.uniform(1e-4, 1e-2, len(codes)).astype(np.float32)
     q = rng.normal(size=dims)
     q /= np.linalg.norm(q)
-    got = ivf.Reader._score(None, codes, ivf.Query(q), scales)
+    got = ivf.Query(q).coarse(codes, scales)
     want = codes.astype(np.float64) @ q * scales
     bound = np.abs(codes).sum(axis=1) * scales * (np.abs(q).max() / 127 / 508) + 1e-6 * np.abs(want) + 1e-9
     assert got.dtype == np.float32 and (np.abs(got - want) <= bound).all()
