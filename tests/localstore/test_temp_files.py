@@ -1,8 +1,9 @@
 """The journal writes no temporary file: a statement that fires triggers (a hook turn's inserts, the
-sync marking messages synced) keeps its statement journal in memory (``PRAGMA temp_store = MEMORY``,
+sync marking messages synced, a purge's delete) keeps its statement journal in memory (``PRAGMA temp_store = MEMORY``,
 ``db.connect``). On a file, past 64 KB (four 16 KB pages) SQLite spilled it into a deleted file in
 /var/tmp: the changed pages, message text among them, in clear on a disk where no purge reaches; and
-one such file for every hook turn.
+one such file for every hook turn; a purge of a 20,000-message session wrote 30 MB of the pages it
+was erasing there.
 
 Seen from below SQLite: a VFS that wraps the default one records every file SQLite opens, and its
 flags say which are temporary."""
@@ -11,7 +12,7 @@ import apsw
 import pytest
 
 from claude_chats import hook
-from claude_chats.localstore import db
+from claude_chats.localstore import db, erase
 from claude_chats.localstore.journal import Journal
 from tests.support import lines
 
@@ -44,7 +45,7 @@ def recording():
         vfs.unregister()
 
 
-def test_a_hook_turn_and_marking_messages_synced_write_no_temporary_file(tmp_path, recording):
+def test_a_hook_turn_marking_messages_synced_and_a_purge_write_no_temporary_file(tmp_path, recording):
     # long messages: each turn's statements change more than four pages (the spill threshold)
     body = "the migration failed on the staging replica because the lock timeout was too short " * 60
     path = tmp_path / "sess-1.jsonl"
@@ -61,5 +62,9 @@ def test_a_hook_turn_and_marking_messages_synced_write_no_temporary_file(tmp_pat
     journal.mark_synced(ids)
 
     assert recording.opened, "the recording VFS saw no file: it is not the one SQLite used"
-    assert recording.temporary() == []
     assert conn.execute("SELECT synced, sum(messages) FROM message_counts GROUP BY 1").fetchall() == [(0, 0), (1, 60)]
+    assert recording.temporary() == []
+
+    erase.purge_local(conn, erase.Target.of(session="sess-1"))
+    assert conn.execute("SELECT count(*) FROM messages").fetchall() == [(0,)]
+    assert recording.temporary() == []
