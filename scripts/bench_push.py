@@ -54,8 +54,7 @@ def push_once(uri, label, code, home, port):
         r = scale.run([scale.CHATS, "sync", "--json"], scale.env_for(copy, code, port, url))
         summary = scale.json_of(r, "chats sync")
         server = scale.server_cpu(url) - server_before
-        # None: not readable (another machine), or a backend counted live before exited without being
-        # counted after (seen as a negative difference): not a figure
+        # None: not readable (a server on another machine, whose processes read as 0.0)
         return {"wall": r["wall"], "client": r["cpu"], "server": server if server > 0 else None,
                 "pushed": summary.get("pushed"), "lines": summary.get("raw_lines"),
                 "errors": summary.get("errors"), "load": (before, scale.load())}

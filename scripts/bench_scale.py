@@ -639,9 +639,8 @@ def server_cpu(url):
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().rsplit(")", 1)[1].split()
     try:
-        with psycopg.connect(url) as conn:
-            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-        postmaster = int(stat(backend)[1])
+        with psycopg.connect(url) as conn:   # the backend's parent read while it lives: once closed, it exits
+            postmaster = int(stat(conn.execute("SELECT pg_backend_pid()").fetchone()[0])[1])
         fields = stat(postmaster)
         total = sum(int(f) for f in fields[11:15])   # utime stime cutime cstime
         for task in os.listdir(f"/proc/{postmaster}/task"):
