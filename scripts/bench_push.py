@@ -25,42 +25,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_scale as scale  # noqa: E402 - the scale bench's corpus, processes and Postgres helpers
 
 
-def fresh_database(uri, name):
-    import psycopg
-    import psycopg.conninfo
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = psycopg.conninfo.make_conninfo(uri, dbname=name)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    return url
-
-
-def drop_database(uri, name):
-    import psycopg
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-
-
-def push_once(uri, label, code, home, port):
+def push_once(uri, label, code, home, vectors, port):
     name = f"bench_push_{label}"
-    url = fresh_database(uri, name)
-    copy = home.rstrip("/") + f"-push-{label}"
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(home, copy, ignore=shutil.ignore_patterns("claude", "purpose"))
+    url = scale.fresh_database(uri, name)
+    copy = scale.copy_home(home, f"-push-{label}")
     try:
         before, server_before = scale.load(), scale.server_cpu(url)
-        r = scale.run([scale.CHATS, "sync", "--json"], scale.env_for(copy, code, port, url))
-        summary = scale.json_of(r, "chats sync")
+        pushed = scale.sync_home(copy, code, port, vectors, url)
         server = scale.server_cpu(url) - server_before
+        summary = pushed["summary"]
         # None: not readable (a server on another machine, whose processes read as 0.0)
-        return {"wall": r["wall"], "client": r["cpu"], "server": server if server > 0 else None,
+        return {"wall": pushed["wall"], "client": pushed["cpu"], "server": server if server > 0 else None,
                 "pushed": summary.get("pushed"), "lines": summary.get("raw_lines"),
                 "errors": summary.get("errors"), "load": (before, scale.load())}
     finally:
         shutil.rmtree(copy, ignore_errors=True)
-        drop_database(uri, name)
+        import psycopg
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
 def median(values):
@@ -91,15 +73,14 @@ def main():
     import numpy as np
     vectors = scale.Vectors()
     vectors.use(np.load(os.path.join(args.data, "anchors.npy")), os.path.join(folder, "document-keys.npy"))
-    vectors.mode = "documents"   # nothing should be embedded: the journal has every vector
-    port = scale.serve(vectors)
+    port = scale.serve(vectors)   # nothing should be embedded: the journal has every vector
     codes = {"this": scale.ROOT, "base": scale.prepare_base(args.base)}
     scale.say(f"push of {home} by this code ({scale.code_rev(scale.ROOT)}) and {args.base}, {args.rounds} rounds, "
               f"{os.cpu_count()} cores")
     runs = {label: [] for label in codes}
     for round_ in range(args.rounds):
         for label, code in list(codes.items())[::1 if round_ % 2 == 0 else -1]:
-            r = push_once(uri, label, code, home, port)
+            r = push_once(uri, label, code, home, vectors, port)
             runs[label].append(r)
             scale.say(f"  {label:4} round {round_}: {r['pushed']:,} messages and {r['lines']:,} kept lines in "
                       f"{r['wall']:.1f} s = {r['pushed'] / r['wall']:,.0f} msgs/s; CPU client {r['client']:.1f} s, "

@@ -597,21 +597,31 @@ def fig_size(ctx, label, env):
             "gb_with": now / 1e9, "transcript_kb": ctx.meta["bytes"] / messages / 1e3}
 
 
-def fig_pg(ctx, label, env):
-    """A copy of the journal pushed to a fresh database, then searched through Postgres."""
+def fresh_database(uri, name):
+    """The URL of database ``name`` of the server at ``uri``, dropped and created again, with pgvector."""
     import psycopg
     import psycopg.conninfo
-    name = f"scale_{label}_{ctx.n}"
-    with psycopg.connect(ctx.postgres, autocommit=True) as conn:
+    with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = psycopg.conninfo.make_conninfo(ctx.postgres, dbname=name)
+    url = psycopg.conninfo.make_conninfo(uri, dbname=name)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    home = env["CLAUDE_CHATS_HOME"]
-    copy = home.rstrip("/") + f"-pg-{label}"
+    return url
+
+
+def copy_home(home, suffix):
+    """A copy of ``home`` beside it (its journal and state, not the transcripts nor the purge targets)."""
+    copy = home.rstrip("/") + suffix
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(home, copy, ignore=shutil.ignore_patterns("claude", "purpose"))
+    return copy
+
+
+def fig_pg(ctx, label, env):
+    """A copy of the journal pushed to a fresh database, then searched through Postgres."""
+    url = fresh_database(ctx.postgres, f"scale_{label}_{ctx.n}")
+    copy = copy_home(env["CLAUDE_CHATS_HOME"], f"-pg-{label}")
     try:
         penv = env_for(copy, env["PYTHONPATH"], ctx.port, url)
         server_before = server_cpu(url)
