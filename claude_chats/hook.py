@@ -37,23 +37,81 @@ def main():
     payload, conn = {}, None
     try:
         payload = _read_payload()
-        conn = open_journal()
-        exclude, answer = project_filter(conn), None
-        if not kept_out(payload, exclude):   # an excluded project: nothing read, nothing stored
-            run(payload, conn, exclude)
-            answer = respond(payload, conn)
-        remember_verdicts(conn, exclude)
-        if answer:
-            os.write(1, answer.encode("utf-8"))   # the one output: hook JSON, written whole, unbuffered
-        trim_wal(conn)
+        conn = open_journal(payload)
+        if conn is not None:
+            answer = handle(payload, conn)
+            if answer:
+                os.write(1, answer.encode("utf-8"))   # the one output: hook JSON, written whole, unbuffered
+            trim_wal(conn)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail Claude Code
         log_error(payload, exc)
     os._exit(0)
 
 
-def open_journal():
+def handle(payload, conn):
+    """Record the turn ``payload`` names and say what the hook answers (hook JSON text, or None)."""
+    exclude, answer = project_filter(conn), None
+    if not kept_out(payload, exclude):   # an excluded project: nothing read, nothing stored
+        run(payload, conn, exclude)
+        answer = respond(payload, conn)
+    remember_verdicts(conn, exclude)
+    return answer
+
+
+def open_journal(payload):
+    """The journal, migrated; None when a heavy migration is pending on a journal big enough to feel it
+    (``db.MigrationDeferred``): the turn is then handed to a process in the background (``hand_over``),
+    and this turn answers nothing."""
     from .localstore import db
-    return db.connect(paths.journal_path())
+    try:
+        return db.connect(paths.journal_path(), defer_heavy=True)
+    except db.MigrationDeferred:
+        hand_over(payload)
+        return None
+
+
+# -- a turn handed over while a heavy migration is pending ------------------------------------------
+#
+# A heavy migration writes a table again (``db.HEAVY``: the kept lines keyed by session number, 7 s
+# at a million messages). The hook does not wait for it, which would stall Claude Code: it starts
+# ``python -m claude_chats.hook --later`` in a session of its own with the payload on stdin and exits 0.
+# That process applies the migration, or waits for the one applying it (``db.heavy_lock``), then records
+# the turn as the hook would have (``handle``): nothing of the turn is lost, it is recorded seconds later.
+# Its answer (SessionStart's context) goes nowhere: that turn has passed. Its errors go to the hook's log.
+
+
+def hand_over(payload):
+    """Start the process that migrates and then records ``payload``; not waited for, its output nowhere."""
+    import subprocess
+
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # this package, however it was found
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", "claude_chats.hook", "--later"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True,
+                            start_new_session=True)
+    try:
+        proc.stdin.write(jsonl.dumps(payload).encode("utf-8"))
+    finally:
+        proc.stdin.close()
+
+
+def later():
+    """``python -m claude_chats.hook --later``: the turn on stdin recorded once the journal is migrated."""
+    from .localstore import db
+
+    payload = {}
+    try:
+        payload = _read_payload()
+        conn = db.connect(paths.journal_path())   # migrates, or waits for the process that is (heavy_lock)
+        try:
+            handle(payload, conn)
+        finally:
+            conn.close()
+    except BaseException as exc:  # noqa: BLE001 - logged where the hook's errors are
+        log_error(payload, exc)
+        return 1
+    return 0
 
 
 def _read_payload():
@@ -375,4 +433,4 @@ def log_error(payload, exc):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(later() if sys.argv[1:] == ["--later"] else main())

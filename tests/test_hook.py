@@ -137,7 +137,7 @@ def test_hook_import_path_stays_minimal(tmp_path):
     path = tmp_path / "sess-1.jsonl"
     path.write_bytes(lines.encode(*lines.conversation(2)))
     code = ("import sys; from claude_chats import hook, jsonl; "
-            f"hook.run(jsonl.loads({json.dumps(payload(path))!r}), hook.open_journal()); "
+            f"hook.run(jsonl.loads({json.dumps(payload(path))!r}), hook.open_journal({{}})); "
             "sys.stdout.write(chr(10).join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=60).stdout
     loaded = set(out.decode().split())

@@ -22,6 +22,7 @@ import pytest
 from claude_chats import paths
 from claude_chats.localstore import db, vectors
 from tests.support.hooks import CHATS
+from tests.support.journals import OLD_KEPT_LINES
 from tests.support.on_disk import holding
 
 
@@ -133,6 +134,7 @@ def test_a_journal_from_before_migration_0007_is_rewritten_once_then_erased_in_p
     record(8, 10)
     journal = paths.journal_path()
     conn = apsw.Connection(journal)   # back to what version 6 of the schema left: no option, no state
+    conn.execute(OLD_KEPT_LINES)      # (nor the kept lines' session numbers of migration 0012)
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', 0); "
                  "DELETE FROM state WHERE key = 'erased_in_place'; "
                  "DELETE FROM migrations WHERE name >= '0007'; PRAGMA user_version = 6")

@@ -62,7 +62,7 @@ def test_a_purged_session_stays_out_when_its_file_is_replaced_and_the_hook_runs(
     assert stored(session) == [] and stored(other) == ["an ordinary line"]
     with Journal.open() as journal:
         assert journal.skipped_lines().get("purged") == 3
-        assert journal.conn.execute("SELECT count(*) FROM raw_lines WHERE session_id LIKE ?",
+        assert journal.conn.execute("SELECT count(*) FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE n.session_id LIKE ?",
                                     (session + "%",)).fetchall()[0][0] == 0
     assert chats_json("import")["errors"] == []           # chats import of the replaced files: the same
     assert stored(session) == []

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from claude_chats import config, paths, rawlines, transcript
 from claude_chats.claudecode import transcript_path
 from claude_chats.errors import RestoreError
+from claude_chats.localstore import writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.pgstore.store import PgStore
 from claude_chats.restore import restore
@@ -343,8 +344,9 @@ def test_restore_never_writes_outside_its_folder(session, project, children, for
                 conversation = _storable(conversation)
                 conn.execute("INSERT OR IGNORE INTO sessions (id, parent_session_id, machine, updated_at) "
                              "VALUES (?, ?, 'm', 'now')", (conversation, session))
-                conn.execute("INSERT OR IGNORE INTO raw_lines (session_id, seq, key, parent, line, packed) "
-                             "VALUES (?, ?, ?, NULL, ?, 0)", (conversation, seq, f"k{seq}", line))
+                conn.execute("INSERT OR IGNORE INTO raw_lines (session, seq, key, parent, line, packed) "
+                             "VALUES (?, ?, ?, NULL, ?, 0)",
+                             (writer.session_number(conn, conversation), seq, f"k{seq}", line))
             before = tree(root)
             settings = config.load({"database_url": None})
             try:

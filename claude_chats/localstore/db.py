@@ -55,8 +55,11 @@ def migration_files():
     return sorted(f for f in os.listdir(MIGRATIONS_DIR) if f.endswith(".sql"))
 
 
-def connect(path, readonly=False):
+def connect(path, readonly=False, defer_heavy=False):
     """An apsw connection to the journal at ``path``, created and migrated if needed.
+
+    ``defer_heavy`` (the hook): a heavy migration (``HEAVY``) that the journal is big enough to feel is
+    not run: ``MigrationDeferred`` is raised instead, the migrations before it applied.
 
     A journal (or its WAL or shared-memory file) that is there and is not a regular file is refused
     before SQLite opens it: a FIFO would block the opening for ever, the hook's and every command's."""
@@ -78,14 +81,18 @@ def connect(path, readonly=False):
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL")   # (``reclaim``)
         if not readonly:
             conn.execute("PRAGMA secure_delete = ON")   # what a writer frees is zeroed: see erase.scrub_file
-            _migrate_patiently(conn)
+            try:
+                _migrate_patiently(conn, path, defer_heavy)
+            except MigrationDeferred:
+                conn.close()
+                raise
     except apsw.Error as exc:
         from ..errors import JournalError  # here: errors is off the hook's path
         raise JournalError(f"cannot open the journal {path}: {exc}") from exc
     return conn
 
 
-def _migrate_patiently(conn, wait=BUSY_TIMEOUT_MS / 1000):
+def _migrate_patiently(conn, path=None, defer_heavy=False, wait=BUSY_TIMEOUT_MS / 1000):
     """``migrate``, again after a moment while SQLite answers BUSY without waiting: a journal still new
     (not yet in WAL mode) that another process is writing, which is where hooks racing on the first turn
     of a new machine meet (one of them recorded "database is locked" and stored nothing that turn).
@@ -93,7 +100,7 @@ def _migrate_patiently(conn, wait=BUSY_TIMEOUT_MS / 1000):
     deadline = time.monotonic() + wait
     while True:
         try:
-            return migrate(conn)
+            return migrate(conn, path, defer_heavy)
         except apsw.BusyError:
             if time.monotonic() >= deadline:
                 raise
@@ -129,12 +136,30 @@ def user_version(conn):
     return conn.execute("PRAGMA user_version").fetchall()[0][0]
 
 
-def migrate(conn):
+class MigrationDeferred(Exception):
+    """A heavy migration is pending and the journal is big enough to feel it: the caller (the hook)
+    did not want to wait for it (``connect(defer_heavy=True)``)."""
+
+
+HEAVY = "-- heavy when:"   # a migration's first line: it writes a table again; what follows, a query of
+#   whether the journal is big enough for that to take seconds (the hook then defers it)
+
+
+def heavy_probe(name):
+    """The size query of migration ``name`` when it is heavy (its first line), else None."""
+    with open(os.path.join(MIGRATIONS_DIR, name), encoding="utf-8") as fh:
+        first = fh.readline().strip()
+    return first[len(HEAVY):].strip() if first.startswith(HEAVY) else None
+
+
+def migrate(conn, path=None, defer_heavy=False):
     """Apply pending migrations, each in one transaction with its record.
 
     ``PRAGMA user_version`` counts applied migrations, so the common case (all
     applied) costs one pragma read. Concurrent openers serialise on BEGIN
-    IMMEDIATE and re-check inside the lock.
+    IMMEDIATE and re-check inside the lock. A heavy migration (``heavy_probe``) on a journal its
+    query finds big is deferred when ``defer_heavy``, else applied holding ``heavy_lock``: the
+    processes opening meanwhile wait for it there, not on SQLite's busy timeout, which it outlasts.
     """
     files = migration_files()
     if user_version(conn) >= len(files):
@@ -142,14 +167,94 @@ def migrate(conn):
     if conn.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     for index, name in enumerate(files):
-        with Immediate(conn):
-            if user_version(conn) > index:
-                continue
-            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-            with open(os.path.join(MIGRATIONS_DIR, name), encoding="utf-8") as fh:
-                conn.execute(fh.read())
-            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
-            conn.execute(f"PRAGMA user_version = {index + 1}")
+        if user_version(conn) > index:
+            continue
+        probe = heavy_probe(name)
+        if probe and conn.execute(probe).fetchall()[0][0]:
+            if defer_heavy:
+                raise MigrationDeferred(name)
+            with heavy_lock(path, name):
+                _apply(conn, index, name, heavy=True)
+                from .. import faults
+
+                faults.point("before-drop")
+                drop_leftovers(conn)
+        else:
+            _apply(conn, index, name)
+            if probe:   # a heavy one on a journal too small to feel it: its leftovers are small too
+                drop_leftovers(conn)
+
+
+LEFTOVERS = ("raw_lines_before",)   # tables a heavy migration leaves, to drop after its commit
+
+
+def drop_leftovers(conn):
+    """Drop what a heavy migration left (``LEFTOVERS``; by this list, never by a name the journal holds),
+    each in a transaction of its own; the tables dropped. Not inside the migration's transaction: a table
+    dropped there has every page kept in the statement journal (605 MB of memory for the kept lines of a
+    million messages); alone, a statement keeps none. ``migrate`` calls it after a heavy migration, and
+    ``chats sync`` at every run (a kill between the migration's commit and the drop)."""
+    dropped = []
+    for name in LEFTOVERS:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchall():
+            conn.execute(f"DROP TABLE IF EXISTS {name}")
+            dropped.append(name)
+    return dropped
+
+
+def _apply(conn, index, name, heavy=False):
+    with Immediate(conn):
+        if user_version(conn) > index:
+            return
+        conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        with open(os.path.join(MIGRATIONS_DIR, name), encoding="utf-8") as fh:
+            conn.execute(fh.read())
+        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+        conn.execute(f"PRAGMA user_version = {index + 1}")
+        if heavy:
+            from .. import faults   # here: the hook applies no heavy migration to a journal big enough to feel it
+
+            faults.point("mid-migration")
+
+
+class heavy_lock:
+    """``with heavy_lock(path, name):`` holds ``<journal>.migrating`` (an exclusive ``flock``), waiting for
+    another process holding it, with a note on stderr either way: the one migration a year of history
+    waits for, said once. No lock for a journal without a file."""
+
+    def __init__(self, path, name):
+        self.path, self.name, self.fd = path, name, None
+
+    def __enter__(self):
+        if not self.path or self.path == ":memory:":
+            return self
+        import fcntl   # here: the hook does not apply a heavy migration to a journal big enough to feel it
+
+        try:
+            self.fd = os.open(self.path + ".migrating", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:   # a link or a folder planted there: said, not followed
+            from ..errors import JournalError  # here: errors is off the hook's path
+
+            raise JournalError(f"cannot open the journal's migration lock {self.path}.migrating: {exc}") from exc
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _note(f"migrating the journal ({self.name}), once: seconds for a year of history")
+        except BlockingIOError:
+            _note(f"waiting for another process migrating the journal ({self.name})")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)   # (closing releases the lock)
+        return False
+
+
+def _note(text):
+    try:
+        os.write(2, f"claude-chats: {text}\n".encode())
+    except OSError:
+        pass
 
 
 def session_name(alias="s"):

@@ -173,11 +173,14 @@ def _merge_pending(conn, value):
 def _delete_kept_lines(conn, target):
     """The transcript lines kept for restore of the sessions ``target`` covers (up to its time)."""
     where, args = target.session_filter("s.id", "s.parent_session_id", "s.project_path")
-    sql = f"DELETE FROM raw_lines WHERE session_id IN (SELECT s.id FROM sessions s WHERE {where})"
+    numbers = f"SELECT n.number FROM session_numbers n JOIN sessions s ON s.id = n.session_id WHERE {where}"
+    sql = f"DELETE FROM raw_lines WHERE session IN ({numbers})"
     if target.before:
         sql += " AND coalesce(julianday(created_at) <= julianday(?), 1)"
-        args.append(target.before)
-    conn.execute(sql, args)
+    conn.execute(sql, args + [target.before] if target.before else args)
+    # a conversation with no kept line left leaves no number either (its id is in session_numbers)
+    conn.execute(f"DELETE FROM session_numbers WHERE number IN ({numbers}) "
+                 f"AND NOT EXISTS (SELECT 1 FROM raw_lines r WHERE r.session = session_numbers.number)", args)
 
 
 def _forget_tails(conn, target):
@@ -303,8 +306,9 @@ def _rewrite_kept_lines(conn, clean, dry_run):
     """Kept transcript lines redacted inside their JSON strings; how many changed."""
     count, after = 0, 0
     while True:
-        rows = conn.execute("SELECT id, session_id, key, created_at, line, packed FROM raw_lines "
-                            "WHERE id > ? AND line IS NOT NULL ORDER BY id LIMIT ?", (after, REWRITE_BATCH)).fetchall()
+        rows = conn.execute("SELECT r.id, n.session_id, r.key, r.created_at, r.line, r.packed FROM raw_lines r "
+                            "JOIN session_numbers n ON n.number = r.session WHERE r.id > ? AND r.line IS NOT NULL "
+                            "ORDER BY r.id LIMIT ?", (after, REWRITE_BATCH)).fetchall()
         if not rows:
             return count
         after = rows[-1][0]

@@ -122,10 +122,11 @@ class Journal:
         """``{conversation id: [(key, parent, line bytes or None)]}`` of the lines kept for restore of
         ``session_id`` and its subagents, each in order (``rawlines``: None is a link)."""
         rows = self.conn.execute(
-            "SELECT r.session_id, r.key, r.parent, r.line, r.packed, r.created_at FROM raw_lines r "
-            "WHERE r.session_id = ? "
-            "OR r.session_id IN (SELECT id FROM sessions WHERE parent_session_id = ?) "
-            "OR substr(r.session_id, 1, ?) = ? ORDER BY r.session_id, r.seq",
+            "SELECT n.session_id, r.key, r.parent, r.line, r.packed, r.created_at "
+            "FROM session_numbers n JOIN raw_lines r ON r.session = n.number "
+            "WHERE n.session_id = ? "
+            "OR n.session_id IN (SELECT id FROM sessions WHERE parent_session_id = ?) "
+            "OR substr(n.session_id, 1, ?) = ? ORDER BY n.session_id, r.seq",
             (session_id, session_id, len(session_id) + 7, session_id + ":agent-")).fetchall()
         return rawlines.unpack_rows(rows, read=keptlines.reader(self.conn))
 

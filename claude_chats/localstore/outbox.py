@@ -127,7 +127,7 @@ def pack_raw_lines(conn, batch=PACK_BATCH):
     ones packed (``_write_again``: ``raw_lines`` has no trigger). Packed in place, the hook's lines of the
     shared corpus took 10.0 MB of pages for 4.8 MB of rows; imported (packed as written), 5.1."""
     columns, insert = _whole_rows(conn, "raw_lines")
-    at = {name: columns.index(name) for name in ("id", "session_id", "key", "created_at", "line", "packed")}
+    at = {name: columns.index(name) for name in ("id", "session", "key", "created_at", "line", "packed")}
     done = 0
     while True:
         with Immediate(conn):
@@ -136,12 +136,13 @@ def pack_raw_lines(conn, batch=PACK_BATCH):
                 return done
             rows = [list(r) for r in conn.execute(f"SELECT {', '.join(columns)} FROM raw_lines WHERE id >= ? "
                                                   "ORDER BY id LIMIT ?", (first, batch))]
+            names = session_ids(conn, {row[at["session"]] for row in rows if row[at["packed"]] == 0})
             for row in rows:
                 if row[at["packed"]] != 0:
                     continue
                 line = row[at["line"]]
                 row[at["line"]], row[at["packed"]] = (None, 1) if line is None else keptlines.pack_line(
-                    conn, row[at["session_id"]], row[at["key"]], row[at["created_at"]], line)
+                    conn, names[row[at["session"]]], row[at["key"]], row[at["created_at"]], line)
                 done += 1
             _write_again(conn, "raw_lines", insert, rows, at["id"])
 
@@ -223,8 +224,9 @@ def refer_packed_lines(conn, at_most=REFER_PER_RUN, batch=PACK_BATCH):
     upto = int(db.get_state(conn, REFERRED_UPTO) or 0)
     seen = 0
     while seen < at_most:
-        rows = conn.execute("SELECT id, session_id, key, created_at, line FROM raw_lines WHERE id > ? AND packed = 1 "
-                            "AND line IS NOT NULL ORDER BY id LIMIT ?", (upto, min(batch, at_most - seen))).fetchall()
+        rows = conn.execute("SELECT r.id, n.session_id, r.key, r.created_at, r.line FROM raw_lines r "
+                            "JOIN session_numbers n ON n.number = r.session WHERE r.id > ? AND r.packed = 1 "
+                            "AND r.line IS NOT NULL ORDER BY r.id LIMIT ?", (upto, min(batch, at_most - seen))).fetchall()
         if not rows:
             return seen
         with Immediate(conn):
@@ -248,10 +250,17 @@ def raw_line_rows(conn, limit=500, after_id=0):
     """The rows of the kept lines not yet in Postgres, oldest first (``id > after_id``): ``(id,
     session, key, seq, parent, line, created_at)``, the line as stored, or its bytes (unpacked) when it
     refers to its messages' text: Postgres gets every line whole."""
-    rows = conn.execute("SELECT id, session_id, key, seq, parent, line, created_at, packed FROM raw_lines "
-                        "WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)).fetchall()
+    rows = conn.execute("SELECT r.id, n.session_id, r.key, r.seq, r.parent, r.line, r.created_at, r.packed "
+                        "FROM raw_lines r JOIN session_numbers n ON n.number = r.session "
+                        "WHERE r.synced = 0 AND r.id > ? ORDER BY r.id LIMIT ?", (after_id, limit)).fetchall()
     return [row[:7] if row[7] != rawlines.REFERRING else
             (*row[:5], keptlines.read_line(conn, row[1], row[2], row[6], row[5], row[7]), row[6]) for row in rows]
+
+
+def session_ids(conn, keys):
+    """``{number: session id}`` of these ``session_numbers`` numbers (the kept lines name their session by one)."""
+    return dict(conn.execute("SELECT number, session_id FROM session_numbers WHERE number IN (SELECT value FROM json_each(?))",
+                             (json.dumps(sorted(int(k) for k in keys)),)))
 
 
 def raw_line_records(rows, lines):

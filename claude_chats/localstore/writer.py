@@ -382,9 +382,16 @@ def _count_skips(conn, stats, skipped):
 
 
 _KEEP_LINE = """
-INSERT OR IGNORE INTO raw_lines (session_id, seq, key, parent, line, packed, created_at)
-VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session_id = ?), ?, ?, ?, ?, ?)
+INSERT OR IGNORE INTO raw_lines (session, seq, key, parent, line, packed, created_at)
+VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session = ?), ?, ?, ?, ?, ?)
 """
+
+
+def session_number(conn, session_id):
+    """The number the kept lines of ``session_id`` name it by (``session_numbers``, journal migration 0012),
+    made when it has none."""
+    conn.execute("INSERT OR IGNORE INTO session_numbers (session_id) VALUES (?)", (session_id,))
+    return conn.execute("SELECT number FROM session_numbers WHERE session_id = ?", (session_id,)).fetchall()[0][0]
 
 
 def _keep_lines(conn, lines, clean, pack=None):
@@ -392,14 +399,17 @@ def _keep_lines(conn, lines, clean, pack=None):
     ``rawlines``) or compressed by ``pack``, redacted inside their JSON strings when ``clean`` is given
     (the journal_redact setting); links as they are. A line stored already is ignored (its session and
     key are its identity)."""
-    rows = []
+    rows, numbers = [], {}
     for session, key, parent, raw, stamp in lines:
+        number = numbers.get(session)
+        if number is None:
+            number = numbers[session] = session_number(conn, session)
         if raw is not None and clean:
             raw = rawlines.redact_line(raw, clean)
         if raw is not None and pack is not None:
-            rows.append((session, session, key, parent, *pack(conn, session, key, stamp, raw), stamp))
+            rows.append((number, number, key, parent, *pack(conn, session, key, stamp, raw), stamp))
         else:
-            rows.append((session, session, key, parent, raw, int(raw is None), stamp))
+            rows.append((number, number, key, parent, raw, int(raw is None), stamp))
     conn.executemany(_KEEP_LINE, rows)
 
 

@@ -22,7 +22,7 @@ import psycopg
 from .. import faults
 from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMismatchError
 from ..localstore import ftsparts, outbox, vectors
-from ..localstore.db import reclaim
+from ..localstore.db import drop_leftovers, reclaim
 from ..models import canary_vector, check_canary, recipe_of
 from ..models.recipe import embed_messages
 from ..pgstore import rewrite
@@ -171,6 +171,7 @@ def give_back_space(journal, report, say=None):
         if say:
             say(f"journal: {done / 1e6:,.0f}/{free / 1e6:,.0f} MB of free pages given back")
     try:
+        drop_leftovers(journal.conn)   # a heavy migration's old table, when a kill came before its drop
         report.reclaimed = reclaim(journal.conn, step)
     except Exception as exc:  # noqa: BLE001 - the pages stay free and are used again: nothing is lost
         report.errors.append(f"giving the journal's free pages back: {type(exc).__name__}: {exc}")

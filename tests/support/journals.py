@@ -200,11 +200,29 @@ def hash_embedder():
     return HashEmbedder()
 
 
+# The kept lines put back in the layout journal migration 0012 found them in (a session id in each row), for
+# the tests of a journal from before it
+OLD_KEPT_LINES = """
+CREATE TABLE raw_lines_old (
+    id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, parent TEXT,
+    line BLOB, packed INTEGER NOT NULL DEFAULT 0, created_at TEXT, synced INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (session_id, key), UNIQUE (session_id, seq));
+INSERT INTO raw_lines_old SELECT r.id, n.session_id, r.seq, r.key, r.parent, r.line, r.packed, r.created_at, r.synced
+    FROM raw_lines r JOIN session_numbers n ON n.number = r.session;
+DROP TABLE raw_lines;
+DROP TABLE session_numbers;
+ALTER TABLE raw_lines_old RENAME TO raw_lines;
+CREATE INDEX raw_lines_pending ON raw_lines(id) WHERE synced = 0;
+CREATE INDEX raw_lines_unpacked ON raw_lines(id) WHERE packed = 0;
+"""
+
+
 def kept_line_bytes(conn, where="line IS NOT NULL", args=()):
     """The bytes of the journal's kept lines (``raw_lines`` rows matching ``where``, in their order), as
     ``chats restore`` reads them: a line that refers to its messages' text with the texts put back."""
     return [keptlines.read_line(conn, *row) for row in conn.execute(
-        f"SELECT session_id, key, created_at, line, packed FROM raw_lines WHERE {where} ORDER BY session_id, seq",
+        f"SELECT n.session_id, key, created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE {where} "
+        "ORDER BY n.session_id, seq",
         args)]
 
 
