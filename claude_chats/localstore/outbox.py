@@ -15,7 +15,7 @@ from datetime import datetime
 
 from .. import rawlines, times
 from ..records import Conversation, Message, RawLine
-from . import db, ftsparts, ivf, keptlines, texts, vectors
+from . import counts, db, ftsparts, ivf, keptlines, texts, vectors
 from .db import Immediate
 
 _CONVERSATION_SQL = f"""
@@ -310,7 +310,36 @@ def present(conn, message_ids):
 
 
 def pending_count(conn):
-    return conn.execute("SELECT count(*) FROM messages WHERE synced = 0").fetchall()[0][0]
+    """Messages not pushed yet, from the journal's counters (``counts``)."""
+    return counts.messages(conn)[1]
+
+
+# The indexes of what waits for Postgres: in a journal that has no Postgres to go to, every message and
+# kept line waits for good, so both indexes are as big as their tables' id columns (27 bytes a message
+# at 1M) and serve nothing. ``chats sync`` keeps them only while a Postgres is configured, and makes
+# them again before its first push (about a second each at 1M).
+PENDING_INDEXES = {
+    "messages_pending": "CREATE INDEX IF NOT EXISTS messages_pending ON messages(id) WHERE synced = 0",
+    "raw_lines_pending": "CREATE INDEX IF NOT EXISTS raw_lines_pending ON raw_lines(id) WHERE synced = 0",
+}
+
+
+def keep_pending_indexes(conn, wanted):
+    """Make the pending indexes when ``wanted`` (a Postgres is configured), else drop them; the names
+    changed. A drop is a statement of its own (no statement journal of its pages: ``db.drop_leftovers``)."""
+    present = {name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(PENDING_INDEXES)),))}
+    changed = []
+    for name, create in PENDING_INDEXES.items():
+        if wanted and name not in present:
+            with Immediate(conn):
+                conn.execute(create)
+            changed.append(name)
+        elif not wanted and name in present:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
+            changed.append(name)
+    return changed
 
 
 _PREVIOUS_SQL = """

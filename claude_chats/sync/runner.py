@@ -44,6 +44,8 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
                 store = _remember(opened, open_store(settings))
             except PostgresUnavailable as exc:
                 unreachable = str(exc)
+        # the indexes of what waits for Postgres, only while there is one (unreachable still counts)
+        outbox.keep_pending_indexes(journal.conn, store is not None or unreachable is not None)
         try:
             provider = provider or _remember(opened, open_embedder(settings))
         except ProviderError as exc:
