@@ -317,7 +317,7 @@ def pending_count(conn):
 # The indexes of what waits for Postgres: in a journal that has no Postgres to go to, every message and
 # kept line waits for good, so both indexes are as big as their tables' id columns (27 bytes a message
 # at 1M) and serve nothing. ``chats sync`` keeps them only while a Postgres is configured, and makes
-# them again before its first push (about a second each at 1M).
+# them again before its first push (4.7 s for both at 1M, 0.4 s to drop them).
 PENDING_INDEXES = {
     "messages_pending": "CREATE INDEX IF NOT EXISTS messages_pending ON messages(id) WHERE synced = 0",
     "raw_lines_pending": "CREATE INDEX IF NOT EXISTS raw_lines_pending ON raw_lines(id) WHERE synced = 0",
