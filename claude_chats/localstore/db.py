@@ -83,7 +83,7 @@ def connect(path, readonly=False, defer_heavy=False):
             conn.execute("PRAGMA secure_delete = ON")   # what a writer frees is zeroed: see erase.scrub_file
             try:
                 _migrate_patiently(conn, path, defer_heavy)
-            except MigrationDeferred:
+            except BaseException:   # deferred, failed, or another process's migration waited for too long
                 conn.close()
                 raise
     except apsw.Error as exc:
@@ -217,10 +217,14 @@ def _apply(conn, index, name, heavy=False):
             faults.point("mid-migration")
 
 
+HEAVY_WAIT = 600   # seconds a process waits for another one's heavy migration before it says so and stops
+
+
 class heavy_lock:
     """``with heavy_lock(path, name):`` holds ``<journal>.migrating`` (an exclusive ``flock``), waiting for
-    another process holding it, with a note on stderr either way: the one migration a year of history
-    waits for, said once. No lock for a journal without a file."""
+    another process holding it (``HEAVY_WAIT`` at most, then a ``JournalError``), with a note on stderr
+    either way: the one migration a year of history waits for, said once. No lock for a journal without
+    a file."""
 
     def __init__(self, path, name):
         self.path, self.name, self.fd = path, name, None
@@ -236,13 +240,28 @@ class heavy_lock:
             from ..errors import JournalError  # here: errors is off the hook's path
 
             raise JournalError(f"cannot open the journal's migration lock {self.path}.migrating: {exc}") from exc
+        if self._take(fcntl):
+            _note(f"migrating the journal ({self.name}), once: seconds for a year of history")
+            return self
+        _note(f"waiting for another process migrating the journal ({self.name})")
+        deadline = time.monotonic() + HEAVY_WAIT
+        while not self._take(fcntl):
+            if time.monotonic() >= deadline:
+                os.close(self.fd)
+                self.fd = None
+                from ..errors import JournalError  # here: errors is off the hook's path
+
+                raise JournalError(f"another process has been migrating the journal {self.path} for "
+                                   f"{HEAVY_WAIT // 60} minutes ({self.name}): is it stuck?")
+            time.sleep(0.05)
+        return self
+
+    def _take(self, fcntl):
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _note(f"migrating the journal ({self.name}), once: seconds for a year of history")
+            return True
         except BlockingIOError:
-            _note(f"waiting for another process migrating the journal ({self.name})")
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
+            return False
 
     def __exit__(self, *exc):
         if self.fd is not None:

@@ -229,3 +229,19 @@ def test_a_link_planted_as_the_migration_lock_is_refused_not_followed(tmp_path):
     assert result.exit_code != 0 and "migration lock" in result.output
     assert len([line for line in result.output.splitlines() if line.strip()]) == 1, result.output
     assert not target.exists() and version(path) == BEFORE
+
+
+def test_a_migration_stuck_in_another_process_is_waited_for_a_bounded_time(tmp_path, monkeypatch):
+    path = old_journal(tmp_path, big=True)
+    held = _hold(path)
+    monkeypatch.setattr(db, "HEAVY_WAIT", 1)
+    try:
+        started = time.monotonic()
+        with pytest.raises(JournalError, match="another process has been migrating the journal"):
+            db.connect(path)
+        assert 1 <= time.monotonic() - started < 30
+    finally:
+        os.close(held)
+    assert version(path) == BEFORE
+    db.connect(path).close()   # the lock let go: migrated
+    assert version(path) == len(db.migration_files())
