@@ -183,13 +183,14 @@ def test_a_command_waits_for_a_migration_under_way_instead_of_failing(tmp_path):
             "print(c.execute('SELECT count(*) FROM session_numbers').fetchall()[0][0])")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        said = proc.stderr.readline()   # written before it waits on the lock
+        assert b"waiting for another process migrating the journal" in said, said
         time.sleep(1.0)
-        assert proc.poll() is None   # waiting on the lock, not failed on SQLite's busy timeout
+        assert proc.poll() is None and version(path) == BEFORE   # still waiting, nothing migrated under the lock
     finally:
         os.close(held)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err[-2000:]
-    assert b"waiting for another process migrating the journal" in err
     assert int(out) > 3 and version(path) == len(db.migration_files())
 
 
