@@ -9,6 +9,8 @@ import contextlib
 import signal
 import threading
 
+import apsw
+
 from .. import config
 from ..errors import PostgresUnavailable, ProviderError
 from ..localstore import outbox
@@ -44,8 +46,12 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
                 store = _remember(opened, open_store(settings))
             except PostgresUnavailable as exc:
                 unreachable = str(exc)
-        # the indexes of what waits for Postgres, only while there is one (unreachable still counts)
-        outbox.keep_pending_indexes(journal.conn, store is not None or unreachable is not None)
+        # the indexes of what waits for Postgres, only while there is one (unreachable still counts). They
+        # are an economy: the push reads what waits without them too (a scan), and the next sync tries again
+        try:
+            outbox.keep_pending_indexes(journal.conn, store is not None or unreachable is not None)
+        except apsw.Error:
+            pass
         try:
             provider = provider or _remember(opened, open_embedder(settings))
         except ProviderError as exc:
