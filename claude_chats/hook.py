@@ -81,19 +81,11 @@ def open_journal(payload):
 
 
 def hand_over(payload):
-    """Start the process that migrates and then records ``payload``; not waited for, its output nowhere."""
-    import subprocess
+    """Start the process that migrates and then records ``payload``, detached as the background sync is
+    (``background.spawn``); not waited for, its output nowhere."""
+    from .sync import background
 
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # this package, however it was found
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    proc = subprocess.Popen([sys.executable, "-m", "claude_chats.hook", "--later"], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True,
-                            start_new_session=True)
-    try:
-        proc.stdin.write(jsonl.dumps(payload).encode("utf-8"))
-    finally:
-        proc.stdin.close()
+    background.spawn([sys.executable, "-m", "claude_chats.hook", "--later"], jsonl.dumps(payload).encode("utf-8"))
 
 
 def later():

@@ -75,12 +75,25 @@ def command():
     return [sys.executable, "-m", "claude_chats.sync", "--background"]
 
 
-def spawn():
-    """Start the background sync detached: new session, stdio on /dev/null."""
+def spawn(argv=None, data=None):
+    """Start ``argv`` (the background sync's ``command()`` by default) detached: a new session, stdout and
+    stderr on /dev/null, stdin on /dev/null or, given ``data`` (bytes), a pipe that is written it and closed
+    (the hook's hand-over: ``hook.hand_over``). Its pid."""
     devnull = os.devnull
-    actions = [(os.POSIX_SPAWN_OPEN, fd, devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    argv = command()
-    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+    argv = argv or command()
+    if data is None:
+        actions = [(os.POSIX_SPAWN_OPEN, fd, devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+        return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+    read, write = os.pipe()
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, read, 0), (os.POSIX_SPAWN_CLOSE, write)] + \
+                  [(os.POSIX_SPAWN_OPEN, fd, devnull, os.O_RDWR, 0) for fd in (1, 2)]
+        pid = os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+    finally:
+        os.close(read)
+    with os.fdopen(write, "wb") as pipe:
+        pipe.write(data)
+    return pid
 
 
 def _last_start():
