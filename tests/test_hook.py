@@ -11,6 +11,7 @@ import apsw
 import pytest
 
 from claude_chats import paths
+from claude_chats.localstore import uuids
 from tests.support import lines
 from tests.support.hooks import HOOK, hook_log, run_hook
 
@@ -26,7 +27,7 @@ def stored(session=None):
     rows = conn.execute(sql + (" WHERE session_id = ?" if session else "") + " ORDER BY session_id, seq",
                         (session,) if session else ()).fetchall()
     conn.close()
-    return rows
+    return [(uuids.unpack(uuid), *rest) for uuid, *rest in rows]   # (stored in 16 bytes: localstore.uuids)
 
 
 def test_hook_stores_new_lines_incrementally(tmp_path):

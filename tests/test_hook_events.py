@@ -14,6 +14,7 @@ import apsw
 import pytest
 
 from claude_chats import paths
+from claude_chats.localstore import uuids
 from tests.support import lines
 from tests.support.hooks import hook_event, hook_log
 
@@ -94,8 +95,8 @@ def stop(path, answer, session="sess-1", event="Stop", **extra):
 def rows(session="sess-1"):
     conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return conn.execute("SELECT seq, role, content, uuid FROM messages WHERE session_id = ? ORDER BY seq",
-                            (session,)).fetchall()
+        return [(*rest, uuids.unpack(uuid)) for *rest, uuid in conn.execute(
+            "SELECT seq, role, content, uuid FROM messages WHERE session_id = ? ORDER BY seq", (session,))]
     finally:
         conn.close()
 

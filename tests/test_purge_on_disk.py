@@ -28,6 +28,7 @@ from click.testing import CliRunner
 
 from claude_chats import paths
 from claude_chats.cli import main
+from claude_chats.localstore.journal import Journal
 from tests.support.machines import RUNTIME_GRANTS
 from tests.support.on_disk import holding
 from tests.support.stand_ins import chats, line, write
@@ -103,6 +104,15 @@ def test_a_purged_session_leaves_no_byte_in_the_journal_logs_or_postgres_data_di
             "SELECT r.line FROM raw_lines r JOIN conversations c ON c.id = r.conversation_id "
             "WHERE c.session_id = %s AND r.line IS NOT NULL", (SESSION,))]
     assert len(packed) >= 3
+    with Journal.open(journal) as stored:   # the messages' uuids and the lines' keys as the journal holds them: 16 bytes
+        ids = [bytes(v) for (v,) in stored.conn.execute(
+            "SELECT uuid FROM messages WHERE session_id = ? AND typeof(uuid) = 'blob' UNION ALL SELECT r.key "
+            "FROM raw_lines r JOIN session_numbers n ON n.number = r.session WHERE n.session_id = ? "
+            "AND typeof(r.key) = 'blob'", (SESSION, SESSION))]
+    assert len(ids) >= 5, ids
+    before = found(journal, journal + "-wal", packed=ids)
+    assert {label for held in before.values() for label in held} >= {v.hex()[:16] for v in ids}
+    packed += ids
 
     purged = json.loads(chats("purge", "--session", SESSION, "--yes", "--json"))
     assert purged["postgres"] == "purged" and purged["scrubbed"], purged

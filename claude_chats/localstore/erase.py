@@ -306,7 +306,7 @@ def _rewrite_kept_lines(conn, clean, dry_run):
     """Kept transcript lines redacted inside their JSON strings; how many changed."""
     count, after = 0, 0
     while True:
-        rows = conn.execute("SELECT r.id, n.session_id, r.key, r.created_at, r.line, r.packed FROM raw_lines r "
+        rows = conn.execute("SELECT r.id, n.session_id, chats_uuid(r.key), r.created_at, r.line, r.packed FROM raw_lines r "
                             "JOIN session_numbers n ON n.number = r.session WHERE r.id > ? AND r.line IS NOT NULL "
                             "ORDER BY r.id LIMIT ?", (after, REWRITE_BATCH)).fetchall()
         if not rows:

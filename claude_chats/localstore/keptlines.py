@@ -15,10 +15,11 @@ pack them.
 """
 
 from .. import rawlines
+from . import uuids
 
 # the messages made from a line: a range of messages.uuid ('#' and '@' sort before 'A'), through its index
 # ('+': left to itself, the planner walked the session's messages, 17 against 5 us a line on the shared corpus)
-_TEXTS = ("SELECT id, chats_text(content) FROM messages WHERE uuid >= ?1 AND uuid < ?1 || 'A' "
+_TEXTS = ("SELECT id, chats_text(content) FROM messages WHERE uuid >= ?1 AND uuid < ?4 "
           "AND +session_id = ?2 AND created_at IS ?3")
 _BATCH = 500
 
@@ -26,7 +27,7 @@ _BATCH = 500
 def pack_line(conn, session, key, created_at, raw):
     """``(blob, packed)``: the line packed referring to its messages' text and its row's own fields
     (``rawlines.refer_line``), or packed whole."""
-    texts = conn.execute(_TEXTS, (key, session, created_at)).fetchall() if key else []
+    texts = conn.execute(_TEXTS, (uuids.pack(key), session, created_at, uuids.after(key))).fetchall() if key else []
     marked = rawlines.refer_line(raw, texts, rawlines.own_values(key, session, created_at))
     if marked is None:
         return rawlines.pack(raw), 1

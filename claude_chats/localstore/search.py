@@ -481,7 +481,7 @@ class LocalSearch:
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
               "uuid", "content", "is_subagent")
 _HIT_COLUMNS = (f"m.session_id, {db.session_name()}, s.project_path, s.git_branch, "
-                "m.role, m.kind, m.seq, m.created_at, m.uuid, chats_text(m.content), s.agent_id IS NOT NULL")
+                "m.role, m.kind, m.seq, m.created_at, chats_uuid(m.uuid), chats_text(m.content), s.agent_id IS NOT NULL")
 
 
 def _session(row):

@@ -16,7 +16,7 @@ import time
 
 from .. import jsonl, rawlines, transcript
 from ..times import now_iso
-from . import texts
+from . import texts, uuids
 from .db import Immediate, get_state, set_state
 
 CHUNK_BYTES = 8 << 20   # import reads big files in pieces so the write lock is held briefly
@@ -289,7 +289,7 @@ def _store(conn, result, file_id, stats, machine):
     if records:
         sessions = _upsert_sessions(conn, records, machine, stats.machine_made)
         stats.sessions.update(sessions)
-        _insert_messages(conn, [(key, r.session_id, seq, r.role, r.kind, clean(r.text) if clean else r.text,
+        _insert_messages(conn, [(uuids.pack(key), r.session_id, seq, r.role, r.kind, clean(r.text) if clean else r.text,
                                  r.timestamp, r.message_id, int(r.is_sidechain), file_id, int(copy))
                                 for r, seq, key, copy in records])
         stats.messages += len(records)
@@ -407,9 +407,9 @@ def _keep_lines(conn, lines, clean, pack=None):
         if raw is not None and clean:
             raw = rawlines.redact_line(raw, clean)
         if raw is not None and pack is not None:
-            rows.append((number, number, key, parent, *pack(conn, session, key, stamp, raw), stamp))
+            rows.append((number, number, uuids.pack(key), parent, *pack(conn, session, key, stamp, raw), stamp))
         else:
-            rows.append((number, number, key, parent, raw, int(raw is None), stamp))
+            rows.append((number, number, uuids.pack(key), parent, raw, int(raw is None), stamp))
     conn.executemany(_KEEP_LINE, rows)
 
 
@@ -431,9 +431,10 @@ def _new_records(conn, records, stats):
     owner = {}   # stored key -> session
     keys = list(wanted)
     for start in range(0, len(keys), 500):
-        batch = keys[start:start + 500]
+        batch = [uuids.pack(key) for key in keys[start:start + 500]]
         marks = ",".join("?" * len(batch))
-        owner.update(conn.execute(f"SELECT uuid, session_id FROM messages WHERE uuid IN ({marks})", batch))
+        owner.update((uuids.unpack(uuid), session) for uuid, session in conn.execute(
+            f"SELECT uuid, session_id FROM messages WHERE uuid IN ({marks})", batch))
     fresh = []
     for record in records:
         keyed = copy_key(record.uuid, record.session_id)
@@ -527,7 +528,7 @@ def _claim_final_answers(conn, records, clean, file_id, stats):
             kept.append(item)
             continue
         conn.execute("UPDATE messages SET uuid = ?, message_id = ?, file_id = ? WHERE id = ?",
-                     (key, record.message_id, file_id, message))
+                     (uuids.pack(key), record.message_id, file_id, message))
         conn.execute("DELETE FROM final_answers WHERE message_id = ?", (message,))
         stats.duplicates += 1
     return kept
@@ -619,9 +620,10 @@ def _resolve_summaries(conn, file_id):
     """A summary names a session only once its leaf message is read from the same file (FORMAT.md 2.5)."""
     pending = conn.execute("SELECT leaf_uuid, summary FROM pending_summaries WHERE file_id = ?", (file_id,)).fetchall()
     for leaf, summary in pending:
+        copied = uuids.pack(leaf + "@")   # a fork's copy of the leaf: its key's start (bytes or text)
         rows = conn.execute("SELECT session_id FROM messages WHERE file_id = ? AND (uuid = ? OR "
                             "(copy = 1 AND substr(uuid, 1, ?) = ?))",
-                            (file_id, leaf, len(leaf) + 1, leaf + "@")).fetchall()
+                            (file_id, uuids.pack(leaf), len(copied), copied)).fetchall()
         if rows:
             conn.execute("UPDATE sessions SET summary = ?, updated_at = ? WHERE id = ? AND summary IS NOT ?",
                          (summary, now_iso(), rows[0][0], summary))

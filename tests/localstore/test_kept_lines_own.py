@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claude_chats import rawlines
-from claude_chats.localstore import keptlines
+from claude_chats.localstore import keptlines, uuids
 from tests.support import ROOT, lines
 from tests.support.journals import kept_line_bytes, store_files
 
@@ -25,7 +25,7 @@ def _encode(*objs):
 
 
 def _rows(conn):
-    return conn.execute("SELECT n.session_id, key, created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE line IS NOT NULL "
+    return conn.execute("SELECT n.session_id, chats_uuid(key), created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE line IS NOT NULL "
                         "ORDER BY id").fetchall()
 
 
@@ -62,7 +62,7 @@ def test_the_own_fields_take_less_room_than_the_lines_referring_to_texts_alone(e
     now = before = count = 0
     for row, raw in zip(_rows(conn), kept_line_bytes(conn, "line IS NOT NULL ORDER BY id --")):
         session, key, created, line, packed = row
-        texts = conn.execute(keptlines._TEXTS, (key, session, created)).fetchall()
+        texts = conn.execute(keptlines._TEXTS, (uuids.pack(key), session, created, uuids.after(key))).fetchall()
         marked = rawlines.refer(raw, texts) if texts else None
         before += len(rawlines.pack(raw) if marked is None else rawlines.REFERS + rawlines.pack(marked))
         now, count = now + len(line), count + 1

@@ -288,7 +288,7 @@ def test_full_text_ranks_the_newest_matches_of_a_common_word(tmp_path):
     run_chats("import", str(tmp_path / "p"))
     with Journal.open() as journal:
         ids = [i for (i,) in journal.conn.execute("SELECT id FROM messages ORDER BY id")]
-        uuids = dict(journal.conn.execute("SELECT uuid, id FROM messages").fetchall())
+        uuids = dict(journal.conn.execute("SELECT chats_uuid(uuid), id FROM messages").fetchall())
         for scored, oldest_found in ((2000, True), (50, False)):
             searcher = Searcher(LocalSearch(journal, scored_matches=scored), None, None)
             hits = searcher.search("zephyr", mode="fulltext", limit=10, per_session=0, context=0)["hits"]

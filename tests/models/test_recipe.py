@@ -337,7 +337,7 @@ def test_backfill_killed_midway_converges(tmp_path, pg_db_url, die_at):
     with Journal.open(path) as journal:
         space_id = vectors.find_space(journal.conn, context)
         local = vectors.load_message_vectors(journal.conn, space_id, range(1, 25))
-        uuids = dict(journal.conn.execute("SELECT id, uuid FROM messages").fetchall())
+        uuids = dict(journal.conn.execute("SELECT id, chats_uuid(uuid) FROM messages").fetchall())
         assert vectors.count_unembedded(journal.conn, space_id) == 0
         form = ivf.codec(journal.conn, space_id)
     kept = {(uuids[m], c.index): c.vector for m, cs in local.items() for c in cs}

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from claude_chats.localstore import ftsparts, texts
+from claude_chats.localstore import uuids as stored_uuids
 
 LONG = os.environ.get("CLAUDE_CHATS_LONG_TESTS") == "1"
 
@@ -144,10 +145,11 @@ def journal_rows(path):
     """uuid -> (session_id, seq, role, kind, content) of every stored message (the stored key: a
     fork's copy of a line another session holds is ``<uuid>@<session>``)."""
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    texts.register(conn)   # (a packed text is read through ``chats_text``)
+    texts.register(conn)   # (a packed text is read through ``chats_text``, a uuid through ``chats_uuid``)
+    stored_uuids.register(conn)
     try:
         return {r[0]: tuple(r[1:]) for r in conn.execute(
-            "SELECT uuid, session_id, seq, role, kind, chats_text(content) FROM messages")}
+            "SELECT chats_uuid(uuid), session_id, seq, role, kind, chats_text(content) FROM messages")}
     finally:
         conn.close()
 

@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 from claude_chats import config, paths
-from claude_chats.localstore import db, keptlines, outbox, writer
+from claude_chats.localstore import db, keptlines, outbox, uuids, writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.searcher import Searcher
@@ -148,7 +148,7 @@ def store_session(session_id, messages, project="/work/proj", name=None, last_at
                     "user" if seq % 2 == 0 else "assistant", "text", message)
                 conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
                              "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (f"{uuid.uuid5(uuid.NAMESPACE_OID, session_id)}-{seq}", session_id, seq, role, kind, text,
+                             (uuids.pack(f"{uuid.uuid5(uuid.NAMESPACE_OID, session_id)}-{seq}"), session_id, seq, role, kind, text,
                               last_at))
     finally:
         conn.close()
@@ -202,7 +202,13 @@ def hash_embedder():
 
 # The kept lines put back in the layout journal migration 0012 found them in (a session id in each row), for
 # the tests of a journal from before it
-OLD_KEPT_LINES = """
+# A journal's uuids and keys as TEXT, as before migration 0013 (``localstore.uuids``)
+OLD_UUIDS = """
+UPDATE messages SET uuid = chats_uuid(uuid) WHERE typeof(uuid) = 'blob';
+UPDATE raw_lines SET key = chats_uuid(key) WHERE typeof(key) = 'blob';
+"""
+
+OLD_KEPT_LINES = OLD_UUIDS + """
 CREATE TABLE raw_lines_old (
     id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, parent TEXT,
     line BLOB, packed INTEGER NOT NULL DEFAULT 0, created_at TEXT, synced INTEGER NOT NULL DEFAULT 0,
@@ -221,7 +227,7 @@ def kept_line_bytes(conn, where="line IS NOT NULL", args=()):
     """The bytes of the journal's kept lines (``raw_lines`` rows matching ``where``, in their order), as
     ``chats restore`` reads them: a line that refers to its messages' text with the texts put back."""
     return [keptlines.read_line(conn, *row) for row in conn.execute(
-        f"SELECT n.session_id, key, created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE {where} "
+        f"SELECT n.session_id, chats_uuid(key), created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE {where} "
         "ORDER BY n.session_id, seq",
         args)]
 

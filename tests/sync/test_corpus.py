@@ -19,7 +19,7 @@ def test_corpus_sync_agrees_and_rerun_changes_nothing(corpus, tmp_path, pg_db_ur
         assert report.ok, report.errors
         assert report.pending_after == 0 and report.pushed == journal.counts()["messages"]
         local = [tuple(r) for r in journal.conn.execute(
-            "SELECT s.id, m.seq, m.uuid, m.role, m.kind, chats_text(m.content), "
+            "SELECT s.id, m.seq, chats_uuid(m.uuid), m.role, m.kind, chats_text(m.content), "
             "coalesce(s.name, s.agent_name, s.summary, s.slug), s.project_path, s.machine "
             "FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY 1, 2")]
         sessions = journal.counts()["sessions"]

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from claude_chats import transcript as t
-from claude_chats.localstore import writer
+from claude_chats.localstore import uuids, writer
 from claude_chats.localstore.journal import Journal, discover
 
 MESSAGE_TYPES = ("user", "assistant")
@@ -176,12 +176,12 @@ def test_compaction_is_flagged_and_stays_in_its_session(imported_corpus, corpus)
         for _, obj in json_lines(path):
             if obj.get("type") == "user" and obj.get("isCompactSummary"):
                 kind, session = journal.conn.execute(
-                    "SELECT kind, session_id FROM messages WHERE uuid = ?", (obj["uuid"],)).fetchall()[0]
+                    "SELECT kind, session_id FROM messages WHERE uuid = ?", (uuids.pack(obj["uuid"]),)).fetchall()[0]
                 assert (kind, session) == (t.COMPACT_SUMMARY, obj["sessionId"])
                 summaries += 1
             elif obj.get("type") == "system" and obj.get("subtype") == "compact_boundary":
                 kind, session = journal.conn.execute(
-                    "SELECT kind, session_id FROM messages WHERE uuid = ?", (obj["uuid"],)).fetchall()[0]
+                    "SELECT kind, session_id FROM messages WHERE uuid = ?", (uuids.pack(obj["uuid"]),)).fetchall()[0]
                 assert (kind, session) == (t.COMPACT_BOUNDARY, obj["sessionId"])
                 boundaries += 1
     assert summaries > 0 and boundaries > 0
