@@ -620,10 +620,10 @@ def _resolve_summaries(conn, file_id):
     """A summary names a session only once its leaf message is read from the same file (FORMAT.md 2.5)."""
     pending = conn.execute("SELECT leaf_uuid, summary FROM pending_summaries WHERE file_id = ?", (file_id,)).fetchall()
     for leaf, summary in pending:
-        copied = uuids.pack(leaf + "@")   # a fork's copy of the leaf: its key's start (bytes or text)
-        rows = conn.execute("SELECT session_id FROM messages WHERE file_id = ? AND (uuid = ? OR "
-                            "(copy = 1 AND substr(uuid, 1, ?) = ?))",
-                            (file_id, uuids.pack(leaf), len(copied), copied)).fetchall()
+        # the leaf, or a fork's copy of it (``<leaf>@<session>``: from "@" to "A"), by the uuid's index
+        rows = conn.execute("SELECT session_id FROM messages WHERE (uuid = ? OR (uuid >= ? AND uuid < ? AND copy = 1)) "
+                            "AND file_id = ?",
+                            (uuids.pack(leaf), uuids.pack(leaf + "@"), uuids.pack(leaf + "A"), file_id)).fetchall()
         if rows:
             conn.execute("UPDATE sessions SET summary = ?, updated_at = ? WHERE id = ? AND summary IS NOT ?",
                          (summary, now_iso(), rows[0][0], summary))

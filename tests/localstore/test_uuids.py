@@ -21,6 +21,7 @@ from claude_chats import faults, paths
 from claude_chats.errors import JournalError
 from claude_chats.localstore import db, keptlines, uuids
 from claude_chats.localstore.journal import Journal
+from tests.support import lines
 from tests.support.journals import OLD_UUIDS, kept_line_bytes, write_corpus
 
 MIGRATION = "0013_uuids_in_16_bytes.sql"
@@ -180,3 +181,27 @@ def test_a_kill_in_the_middle_of_the_migration_leaves_the_journal_as_it_was(tmp_
     with Journal.open(path) as journal:
         assert journal.conn.execute(MESSAGES).fetchall() == messages
         assert kept_line_bytes(journal.conn) == restored
+
+
+# -- a summary finds its leaf by the uuid's index (journal migration 0014) ----------------------------------
+
+def test_a_forks_summary_finds_the_copy_of_its_leaf_in_its_own_file(tmp_path, empty_journal):
+    """The leaf of a summary written in a fork's file is the fork's copy of a parent's line, stored as
+    ``<uuid>@<fork>``: found by the range of the uuid's forms, not by an index of the messages' files."""
+    parent, fork = "11111111-2222-4333-8444-555555555555", "66666666-7777-4888-8999-aaaaaaaaaaaa"
+    leaf = str(uuidlib.uuid4())
+    first = [lines.user("how do I rotate the kumquat logs", session=parent),
+             lines.assistant("use logrotate with a kumquat stanza", session=parent, uid=leaf)]
+    (tmp_path / "parent.jsonl").write_bytes(lines.encode(*first))
+    copied = [{**line, "sessionId": fork} for line in first]
+    (tmp_path / "fork.jsonl").write_bytes(lines.encode(
+        *copied, {"type": "summary", "summary": "Kumquat log rotation", "leafUuid": leaf}))
+    conn = empty_journal.conn
+    for name in ("parent.jsonl", "fork.jsonl"):
+        assert not empty_journal.import_files([str(tmp_path / name)]).errors
+    assert conn.execute("SELECT count(*) FROM messages WHERE uuid = ? AND copy = 1", (uuids.pack(f"{leaf}@{fork}"),)
+                        ).fetchall() == [(1,)]
+    summaries = dict(conn.execute("SELECT id, summary FROM sessions"))
+    assert summaries == {parent: None, fork: "Kumquat log rotation"}
+    assert conn.execute("SELECT count(*) FROM pending_summaries").fetchall() == [(0,)]
+    assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_file'").fetchall()
