@@ -58,7 +58,7 @@ PASS_BYTES = 192 << 20   # what a retrain gathers in memory per pass over the ol
 def names(space_id):
     n = int(space_id)
     return {"lists": f"ivf_{n}_lists", "tail": f"ivf_{n}_tail", "meta": f"ivf_{n}_meta",
-            "dead": f"ivf_{n}_dead", "next": f"ivf_{n}_next"}
+            "dead": f"ivf_{n}_dead", "next": f"ivf_{n}_next", "old": f"ivf_{n}_old"}
 
 
 def exists(conn, space_id):
@@ -227,6 +227,7 @@ def maintain(conn, space_id, transaction, progress=None, tail_share=TAIL_SHARE):
 
     ``transaction`` is a context factory for one short write transaction (``db.Immediate``-like).
     Returns what it did: ``"retrained"``, ``"folded"`` or None."""
+    drop_old(conn, space_id)
     with transaction():
         zero_dead(conn, space_id)
     listed, tail = counts(conn, space_id)
@@ -367,8 +368,9 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
             faults.point("mid-retrain")
             if progress:
                 progress(done, total)
+    drop_old(conn, space_id)
     with transaction():
-        conn.execute(f"DROP TABLE {t['lists']}; ALTER TABLE {t['next']} RENAME TO {t['lists']};")
+        conn.execute(f"ALTER TABLE {t['lists']} RENAME TO {t['old']}; ALTER TABLE {t['next']} RENAME TO {t['lists']};")
         seen = json.dumps(ids_seen.tolist())
         conn.execute(f"DELETE FROM {t['tail']} WHERE id IN (SELECT value FROM json_each(?))", (seen,))
         # a chunk deleted while the passes ran may have been gathered already: zeroed below, as the dead are
@@ -384,6 +386,19 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
             conn.executemany(f"UPDATE {t['tail']} SET list = ? WHERE id = ?",
                              [(int(l), int(r[0])) for l, r in zip(assign(cents, vectors), rows)])
         zero_dead(conn, space_id)
+    faults.point("before-drop-old")
+    drop_old(conn, space_id)
+
+
+def drop_old(conn, space_id):
+    """Drop the lists a retrain replaced (``ivf_<n>_old``), in a statement of its own after the swap's
+    commit: dropped inside the swap's transaction, every page of the old lists was kept in memory for the
+    statement's own rollback (the journal's statements keep theirs in memory: ``db.connect``), about as
+    many bytes as the index (BENCHMARKS.md, session 25). A kill between the two leaves the table to the
+    next ``maintain``."""
+    old = names(space_id)["old"]
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (old,)).fetchall():
+        conn.execute(f"DROP TABLE IF EXISTS {old}")
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -640,4 +655,4 @@ class Locator:
 def drop(conn, space_id):
     t = names(space_id)
     conn.execute(f"DROP TRIGGER IF EXISTS ivf_{int(space_id)}_chunk_delete;" + "".join(
-        f"DROP TABLE IF EXISTS {t[k]};" for k in ("lists", "tail", "meta", "dead", "next")))
+        f"DROP TABLE IF EXISTS {t[k]};" for k in ("lists", "tail", "meta", "dead", "next", "old")))
