@@ -835,10 +835,12 @@ def main():
             say(f"  the journal's schema {version} > the base's {base_migrations} migrations: the base has its own")
             ctx.built["base"] = build_home(homes["base"], base, "base", folder, ctx.port, ctx.vectors, args.fresh)
         ctx.vectors.mode = "queries"
-        for label in labels[::-1]:    # purpose sessions an interrupted run left: the corpus stays whole
+        for label in labels[::-1]:    # purpose sessions an earlier run left: the corpus stays whole
             leftover = os.path.join(homes[label], "purpose")
             for name in sorted(os.listdir(leftover)) if os.path.isdir(leftover) else ():
-                env = env_for(homes[label], ROOT, ctx.port)
+                # by the code the journal is the base's or this one's: this code would migrate the base's
+                # journal to its own schema, which the base then writes in its own (a journal of both)
+                env = env_for(homes[label], ROOT if homes[label] == homes["this"] else base, ctx.port)
                 r = run([CHATS, "purge", "--session", name.removesuffix(".jsonl"), "--yes", "--json"], env)
                 say(f"  purged a purpose session an earlier run left: {name} (exit {r['rc']})")
                 os.remove(os.path.join(leftover, name))
