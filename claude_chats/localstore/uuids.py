@@ -23,7 +23,6 @@ On the hook's path: no import beyond the standard types.
 HEX = "0123456789abcdef"
 SIZE = 16          # bytes of a packed uuid, before its suffix
 TEXT = 36          # characters of a uuid as text
-DASHES = (8, 13, 18, 23)
 
 
 def pack(value):
