@@ -235,9 +235,10 @@ def _run_script(conn, script):
         if "".join(lines[start:at]).strip():
             conn.execute("".join(lines[start:at]))
         words = line[len(EACH):].rstrip().rstrip(":").split()
-        step, table = int(words[0]), words[3]
-        if words[1:3] != ["ids", "of"] or not table.isidentifier() or at + 1 >= len(lines):
+        if len(words) != 4 or not words[0].isdigit() or words[1:3] != ["ids", "of"] or not words[3].isidentifier() \
+                or at + 1 >= len(lines):
             raise ValueError(f"a migration's batched statement is written wrong: {line.strip()!r}")
+        step, table = int(words[0]), words[3]
         low, high = conn.execute(f"SELECT coalesce(min(id), 1) - 1, coalesce(max(id), 0) FROM {table}").fetchall()[0]
         for bound in range(low, high, step):
             conn.execute(lines[at + 1], (bound, min(bound + step, high)))

@@ -27,7 +27,8 @@ _BATCH = 500
 def pack_line(conn, session, key, created_at, raw):
     """``(blob, packed)``: the line packed referring to its messages' text and its row's own fields
     (``rawlines.refer_line``), or packed whole."""
-    texts = conn.execute(_TEXTS, (uuids.pack(key), session, created_at, uuids.after(key))).fetchall() if key else []
+    start = uuids.pack(key)   # (``after`` of the packed form: packed once)
+    texts = conn.execute(_TEXTS, (start, session, created_at, uuids.after(start))).fetchall() if key else []
     marked = rawlines.refer_line(raw, texts, rawlines.own_values(key, session, created_at))
     if marked is None:
         return rawlines.pack(raw), 1
