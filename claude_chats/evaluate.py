@@ -279,14 +279,16 @@ def scratch_copy(journal_path, folder):
     """A fresh journal in ``folder`` holding the sessions and messages of ``journal_path`` (no vectors)."""
     if not os.path.isfile(journal_path):
         raise ClaudeChatsError(f"no journal at {journal_path}: run `chats import` first")
+    Journal.open(journal_path).close()   # in this version's layout first, as every command has it
     scratch = Journal.open(os.path.join(folder, "journal.db"))
     conn = scratch.conn
     conn.execute("ATTACH DATABASE ? AS source", (journal_path,))
     try:
         with conn:
             conn.execute("INSERT INTO main.sessions SELECT * FROM source.sessions")
-            conn.execute("INSERT INTO main.messages (id, uuid, session_id, seq, role, kind, content, created_at, "
-                         "message_id, is_sidechain, file_id, synced) SELECT id, uuid, session_id, seq, role, "
+            conn.execute("INSERT INTO main.session_numbers SELECT number, session_id FROM source.session_numbers")
+            conn.execute("INSERT INTO main.messages (id, uuid, session, seq, role, kind, content, created_at, "
+                         "message_id, is_sidechain, file_id, synced) SELECT id, uuid, session, seq, role, "
                          "kind, chats_text(content), created_at, message_id, is_sidechain, NULL, 0 "
                          "FROM source.messages")
     finally:

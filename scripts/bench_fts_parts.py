@@ -51,7 +51,7 @@ def victims(journal, n, size):
     """``n`` sessions of about ``size`` messages (the nearest sizes), spread over the year."""
     conn = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
     try:
-        rows = conn.execute("SELECT session_id, count(*), min(id) FROM messages GROUP BY session_id").fetchall()
+        rows = conn.execute("SELECT session_id, count(*), min(id) FROM messages JOIN session_numbers ON number = session GROUP BY session_id").fetchall()
     finally:
         conn.close()
     near = sorted(rows, key=lambda r: (abs(r[1] - size), r[0]))[:n * 4]

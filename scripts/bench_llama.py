@@ -64,7 +64,8 @@ def build_chunks(model, corpus=CORPUS):
     with tempfile.TemporaryDirectory() as tmp, Journal.open(os.path.join(tmp, "j.db")) as journal:
         journal.import_files(discover([str(corpus)]))
         rows = journal.conn.execute(
-            "SELECT id, session_id, role, kind, created_at, content FROM messages ORDER BY session_id, seq").fetchall()
+            "SELECT id, session_id, role, kind, created_at, chats_text(content) FROM messages JOIN session_numbers "
+            "ON number = session ORDER BY session_id, seq").fetchall()
         kinds = {r[0]: r[3] for r in rows}
         for message in with_previous(rows):
             before = prefix(message, recipe=CONTEXT)

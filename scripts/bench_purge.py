@@ -55,7 +55,7 @@ def sessions(journal, n):
     """``n`` sessions of the journal, the largest first (what a person purges: a whole session)."""
     conn = apsw.Connection(journal, flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return [r[0] for r in conn.execute("SELECT session_id FROM messages GROUP BY session_id "
+        return [r[0] for r in conn.execute("SELECT session_id FROM messages JOIN session_numbers ON number = session GROUP BY session_id "
                                            "ORDER BY count(*) DESC, session_id LIMIT ?", (n,))]
     finally:
         conn.close()

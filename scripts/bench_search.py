@@ -114,9 +114,11 @@ def build_journal(path, sessions, messages, vectors, provider):
         conn.executemany("INSERT INTO sessions (id, project_path, git_branch, name, first_at, last_at, next_seq, "
                          "machine, updated_at) VALUES (?, ?, ?, ?, '2026-01-01T00:00:00.000Z', "
                          "'2026-01-28T00:00:00.000Z', 0, 'bench', '2026-01-01')", sessions)
-        conn.executemany("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)", messages)
-        conn.execute("UPDATE sessions SET next_seq = (SELECT count(*) FROM messages m WHERE m.session_id = sessions.id)")
+        conn.executemany("INSERT INTO session_numbers (session_id) VALUES (?)", [(s[0],) for s in sessions])
+        conn.executemany("INSERT INTO messages (uuid, session, seq, role, kind, content, created_at) "
+                         "VALUES (?, (SELECT number FROM session_numbers WHERE session_id = ?), ?, ?, ?, ?, ?)", messages)
+        conn.execute("UPDATE sessions SET next_seq = (SELECT count(*) FROM messages m WHERE m.session = "
+                     "(SELECT number FROM session_numbers WHERE session_id = sessions.id))")
         space = provider.space
         conn.execute("INSERT INTO spaces (key, provider, model, dimensions, options, canary, created_at) "
                      "VALUES (?, ?, ?, ?, '{}', ?, '2026-01-01')", (space.key, space.provider, space.model,

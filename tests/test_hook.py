@@ -23,7 +23,7 @@ def payload(path, session="sess-1", event="Stop"):
 
 def stored(session=None):
     conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
-    sql = "SELECT uuid, session_id, seq, content FROM messages"
+    sql = "SELECT uuid, session_id, seq, content FROM messages JOIN session_numbers ON number = session"
     rows = conn.execute(sql + (" WHERE session_id = ?" if session else "") + " ORDER BY session_id, seq",
                         (session,) if session else ()).fetchall()
     conn.close()

@@ -30,7 +30,7 @@ def hook_errors():
 def contents(session="sess-1"):
     conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return [r[0] for r in conn.execute("SELECT content FROM messages WHERE session_id = ? ORDER BY seq",
+        return [r[0] for r in conn.execute("SELECT content FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?) ORDER BY seq",
                                            (session,))]
     finally:
         conn.close()
@@ -96,7 +96,7 @@ def rows(session="sess-1"):
     conn = apsw.Connection(paths.journal_path(), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [(*rest, uuids.unpack(uuid)) for *rest, uuid in conn.execute(
-            "SELECT seq, role, content, uuid FROM messages WHERE session_id = ? ORDER BY seq", (session,))]
+            "SELECT seq, role, content, uuid FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?) ORDER BY seq", (session,))]
     finally:
         conn.close()
 

@@ -77,7 +77,7 @@ def add_vectors():
     conn.execute("INSERT INTO spaces (key, provider, model, dimensions, created_at) "
                  "VALUES ('test/t/4/{}', 'test', 't', 4, '2026-01-01')")
     conn.execute("CREATE VIRTUAL TABLE vec_1 USING vec0(embedding float[4])")
-    for mid, session, seq in conn.execute("SELECT id, substr(session_id, 6), seq FROM messages").fetchall():
+    for mid, session, seq in conn.execute("SELECT id, substr(session_id, 6), seq FROM messages JOIN session_numbers ON number = session").fetchall():
         conn.execute("INSERT INTO chunks (id, space_id, message_id, chunk_index, start_char, end_char) "
                      "VALUES (?, 1, ?, 0, 0, 10)", (mid, mid))
         conn.execute("INSERT INTO vec_1 (rowid, embedding) VALUES (?, ?)", (mid, vector(int(session), seq)))
@@ -135,7 +135,7 @@ def test_a_journal_from_before_migration_0007_is_rewritten_once_then_erased_in_p
     journal = paths.journal_path()
     conn = apsw.Connection(journal)   # back to what version 6 of the schema left: no option, no state
     uuids.register(conn)              # (its uuids as TEXT, as every version before 0013 wrote them)
-    conn.execute(OLD_KEPT_LINES)      # (nor the kept lines' session numbers of migration 0012)
+    db._run_script(conn, OLD_KEPT_LINES)      # (nor the kept lines' session numbers of migration 0012)
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', 0); "
                  "DELETE FROM state WHERE key = 'erased_in_place'; "
                  "DELETE FROM migrations WHERE name >= '0007'; PRAGMA user_version = 6")

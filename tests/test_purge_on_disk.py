@@ -106,7 +106,7 @@ def test_a_purged_session_leaves_no_byte_in_the_journal_logs_or_postgres_data_di
     assert len(packed) >= 3
     with Journal.open(journal) as stored:   # the messages' uuids and the lines' keys as the journal holds them: 16 bytes
         ids = [bytes(v) for (v,) in stored.conn.execute(
-            "SELECT uuid FROM messages WHERE session_id = ? AND typeof(uuid) = 'blob' UNION ALL SELECT r.key "
+            "SELECT uuid FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?) AND typeof(uuid) = 'blob' UNION ALL SELECT r.key "
             "FROM raw_lines r JOIN session_numbers n ON n.number = r.session WHERE n.session_id = ? "
             "AND typeof(r.key) = 'blob'", (SESSION, SESSION))]
     assert len(ids) >= 5, ids

@@ -31,7 +31,7 @@ def stored(session):
     """The text of ``session`` and its subagents in the journal, in order."""
     with Journal.open() as journal:
         return [r[0] for r in journal.conn.execute(
-            "SELECT m.content FROM messages m JOIN sessions s ON s.id = m.session_id "
+            "SELECT m.content FROM messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
             "WHERE s.id = ? OR s.parent_session_id = ? ORDER BY s.id, m.seq", (session, session))]
 
 

@@ -186,7 +186,7 @@ def migrate(conn, path=None, defer_heavy=False):
                 drop_leftovers(conn)
 
 
-LEFTOVERS = ("raw_lines_before",)   # tables a heavy migration leaves, to drop after its commit
+LEFTOVERS = ("raw_lines_before", "messages_before")   # tables a heavy migration leaves, to drop after its commit
 
 
 def drop_leftovers(conn):
@@ -204,21 +204,30 @@ def drop_leftovers(conn):
 
 
 def _apply(conn, index, name, heavy=False):
-    with Immediate(conn):
-        if user_version(conn) > index:
-            return
-        conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-        with open(os.path.join(MIGRATIONS_DIR, name), encoding="utf-8") as fh:
-            _run_script(conn, fh.read())
-        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
-        conn.execute(f"PRAGMA user_version = {index + 1}")
-        if heavy:
-            from .. import faults   # here: the hook applies no heavy migration to a journal big enough to feel it
+    with open(os.path.join(MIGRATIONS_DIR, name), encoding="utf-8") as fh:
+        script = fh.read()
+    swaps = any(line.startswith(SWAP) for line in script.splitlines())
+    if swaps:   # (a no-op inside a transaction: set before it)
+        conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with Immediate(conn):
+            if user_version(conn) > index:
+                return
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            _run_script(conn, script)
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+            conn.execute(f"PRAGMA user_version = {index + 1}")
+            if heavy:
+                from .. import faults   # here: the hook applies no heavy migration to a journal big enough to feel it
 
-            faults.point("mid-migration")
+                faults.point("mid-migration")
+    finally:
+        if swaps:
+            conn.execute("PRAGMA foreign_keys = ON")
 
 
 EACH = "-- each "   # "-- each <n> ids of <table>:": the statement on the next line runs once per n ids of the table
+SWAP = "-- swap "   # "-- swap <new> for <table>": a table written again takes the place of the one it replaces
 
 
 def _run_script(conn, script):
@@ -229,11 +238,18 @@ def _run_script(conn, script):
     lines, at, start = script.splitlines(keepends=True), 0, 0
     while at < len(lines):
         line = lines[at]
-        if not line.startswith(EACH):
+        if not line.startswith((EACH, SWAP)):
             at += 1
             continue
         if "".join(lines[start:at]).strip():
             conn.execute("".join(lines[start:at]))
+        if line.startswith(SWAP):
+            words = line[len(SWAP):].split()
+            if len(words) != 3 or words[1] != "for" or not all(w.isidentifier() for w in words[::2]):
+                raise ValueError(f"a migration's swap is written wrong: {line.strip()!r}")
+            _swap(conn, words[0], words[2])
+            at = start = at + 1
+            continue
         words = line[len(EACH):].rstrip().rstrip(":").split()
         if len(words) != 4 or not words[0].isdigit() or words[1:3] != ["ids", "of"] or not words[3].isidentifier() \
                 or at + 1 >= len(lines):
@@ -245,6 +261,26 @@ def _run_script(conn, script):
         at = start = at + 2
     if "".join(lines[start:]).strip():
         conn.execute("".join(lines[start:]))
+
+
+def _swap(conn, new, table):
+    """``new`` takes the place of ``table``, which is left as ``<table>_before`` (dropped after the commit:
+    ``LEFTOVERS``). The triggers and indexes of ``table`` are made again on ``new`` from their text, and what
+    names ``table`` (other tables' foreign keys and triggers, the full-text index's content) names ``new``
+    then. Renamed the legacy way, with the foreign keys off (``_apply``): else SQLite rewrites the other
+    tables' references to follow the old table to its new name."""
+    kept = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', 'trigger') "
+                        "AND sql IS NOT NULL ORDER BY type, rowid", (table,)).fetchall()
+    for kind, name, _sql in kept:
+        conn.execute(f'DROP {kind.upper()} "{name}"')
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    try:
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_before")
+        conn.execute(f"ALTER TABLE {new} RENAME TO {table}")
+    finally:
+        conn.execute("PRAGMA legacy_alter_table = OFF")
+    for _kind, _name, sql in kept:
+        conn.execute(sql)
 
 
 HEAVY_WAIT = 600   # seconds a process waits for another one's heavy migration before it says so and stops
@@ -304,6 +340,12 @@ def _note(text):
         os.write(2, f"claude-chats: {text}\n".encode())
     except OSError:
         pass
+
+
+# SQL for the number a conversation's messages and kept lines name it by (``session_numbers``, journal
+# migrations 0012 and 0015), from its id bound in its place: ``WHERE m.session = {NUMBER}``. None (no row
+# matches) for a conversation the journal does not hold.
+NUMBER = "(SELECT number FROM session_numbers WHERE session_id = ?)"
 
 
 def session_name(alias="s"):

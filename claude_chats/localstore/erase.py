@@ -83,13 +83,15 @@ class Target:
 
 
 _CHUNKS = "chunks c JOIN messages m ON m.id = c.message_id"
+_NUMBER_OF_SESSIONS = "(SELECT number FROM session_numbers WHERE session_id = sessions.id)"
 _FILES = "transcripts t JOIN messages m ON m.file_id = t.id"
 
 
 def _local_sql(target, select, source="messages m"):
     """``SELECT select FROM source`` over the messages ``target`` covers (``m``: messages)."""
     where, args = target.session_filter("s.id", "s.parent_session_id", "s.project_path")
-    sql = f"SELECT {select} FROM {source} JOIN sessions s ON s.id = m.session_id WHERE {where}"
+    sql = (f"SELECT {select} FROM {source} JOIN session_numbers n ON n.number = m.session "
+           f"JOIN sessions s ON s.id = n.session_id WHERE {where}")
     if target.before:
         sql += " AND coalesce(julianday(m.created_at) <= julianday(?), 1)"
         args.append(target.before)
@@ -102,7 +104,7 @@ def _one(conn, sql_args):
 
 def local_preview(conn, target):
     """Counts of what ``target`` covers in the journal, and the transcript files it came from."""
-    messages, sessions = _one(conn, _local_sql(target, "count(*), count(DISTINCT m.session_id)"))
+    messages, sessions = _one(conn, _local_sql(target, "count(*), count(DISTINCT m.session)"))
     vectors, = _one(conn, _local_sql(target, "count(*)", _CHUNKS))
     files = [r[0] for r in conn.execute(*_local_sql(target, "DISTINCT t.path", _FILES))]
     return {"sessions": sessions, "messages": messages, "vectors": vectors, "transcripts": sorted(files)}
@@ -134,9 +136,10 @@ def purge_local(conn, target, scrub_after=True):
         sql, args = _local_sql(target, "m.id")
         conn.execute(f"DELETE FROM messages WHERE id IN ({sql})", args)
         vectors.zero_deleted(conn)   # their chunks went with them; the index's slots are overwritten
+        _forget_numbers(conn, target)
         where, args = target.session_filter("id", "parent_session_id", "project_path")
         conn.execute(f"DELETE FROM sessions WHERE {where} AND NOT EXISTS "
-                     "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", args)
+                     f"(SELECT 1 FROM messages m WHERE m.session = {_NUMBER_OF_SESSIONS})", args)
     if scrub_after:
         scrub_file(conn)
     return counts
@@ -178,9 +181,16 @@ def _delete_kept_lines(conn, target):
     if target.before:
         sql += " AND coalesce(julianday(created_at) <= julianday(?), 1)"
     conn.execute(sql, args + [target.before] if target.before else args)
-    # a conversation with no kept line left leaves no number either (its id is in session_numbers)
+
+
+def _forget_numbers(conn, target):
+    """A conversation with no message and no kept line left keeps no number either (its id is in
+    ``session_numbers``)."""
+    where, args = target.session_filter("s.id", "s.parent_session_id", "s.project_path")
+    numbers = f"SELECT n.number FROM session_numbers n JOIN sessions s ON s.id = n.session_id WHERE {where}"
     conn.execute(f"DELETE FROM session_numbers WHERE number IN ({numbers}) "
-                 f"AND NOT EXISTS (SELECT 1 FROM raw_lines r WHERE r.session = session_numbers.number)", args)
+                 f"AND NOT EXISTS (SELECT 1 FROM raw_lines r WHERE r.session = session_numbers.number) "
+                 f"AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session = session_numbers.number)", args)
 
 
 def _forget_tails(conn, target):
@@ -195,7 +205,7 @@ def _forget_tails(conn, target):
 def _empty_sessions(conn, target):
     where, args = target.session_filter("id", "parent_session_id", "project_path")
     return conn.execute(f"SELECT count(*) FROM sessions WHERE {where} AND NOT EXISTS "
-                        "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", args).fetchall()[0][0]
+                        f"(SELECT 1 FROM messages m WHERE m.session = {_NUMBER_OF_SESSIONS})", args).fetchall()[0][0]
 
 
 def _delete_vectors(conn, target):

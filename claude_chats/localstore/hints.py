@@ -93,11 +93,12 @@ def _recall_hints(conn, prompt, session_id, strength, found):
     current = session_id or ""
     ranked, args = _best_of_every_table(names, ranker, match, able)
     rows = conn.execute(
-        f"SELECT m.session_id, m.seq, -f.rank, chats_text(m.content), {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
+        f"SELECT n.session_id, m.seq, -f.rank, chats_text(m.content), {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
         f"FROM ({ranked} ORDER BY rank LIMIT {HINT_ROWS}) f "
-        f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id "
+        f"JOIN messages m ON m.id = f.rowid JOIN session_numbers n ON n.number = m.session "
+        f"JOIN sessions s ON s.id = n.session_id "
         f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "
-        f"AND m.session_id != ? "
+        f"AND n.session_id != ? "
         f"AND s.parent_session_id IS NOT ? ORDER BY f.rank LIMIT 40",   # (no session: '' names none)
         (*args, *HINT_KINDS, current, current)).fetchall()
     hints, sessions = [], set()

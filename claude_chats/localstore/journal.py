@@ -97,7 +97,7 @@ class Journal:
     def messages(self, session_id, start=None, end=None, kinds=None):
         """Messages of a session by sequence number, ``start``..``end`` inclusive."""
         self.session(session_id)
-        where, args = ["session_id = ?"], [session_id]
+        where, args = [f"session = {db.NUMBER}"], [session_id]
         if start is not None:
             where.append("seq >= ?")
             args.append(start)
@@ -113,7 +113,7 @@ class Journal:
     def neighbours(self, session_id, seq, span=2):
         rows = self.conn.execute(
             f"SELECT seq, role, kind, substr(chats_text(content), 1, {NEIGHBOUR_READ + 1}) FROM messages "
-            f"WHERE session_id = ? AND seq BETWEEN ? AND ? AND seq != ? "
+            f"WHERE session = {db.NUMBER} AND seq BETWEEN ? AND ? AND seq != ? "
             f"AND kind IN ({','.join('?' * len(transcript.CONVERSATION_KINDS))}) ORDER BY seq",
             (session_id, seq - span, seq + span, seq, *transcript.CONVERSATION_KINDS)).fetchall()
         return [{"seq": s, "role": r, "kind": k, "text": shorten(t, NEIGHBOUR_READ)} for s, r, k, t in rows]
@@ -132,8 +132,9 @@ class Journal:
 
     def in_session_order(self):
         """(id, session_id, role, kind, created_at, content) of every message, session by session."""
-        return self.conn.execute("SELECT id, session_id, role, kind, created_at, chats_text(content) FROM messages "
-                                 "ORDER BY session_id, seq").fetchall()
+        return self.conn.execute("SELECT m.id, n.session_id, m.role, m.kind, m.created_at, chats_text(m.content) "
+                                 "FROM messages m JOIN session_numbers n ON n.number = m.session "
+                                 "ORDER BY n.session_id, m.seq").fetchall()
 
     # -- sync support --------------------------------------------------------
 
@@ -143,7 +144,8 @@ class Journal:
         size = ", ".join(f"(SELECT d.sz FROM {name}_docsize d WHERE d.id = messages.id)"
                          for name in ftsparts.tables(self.conn))
         return _dicts(self.conn.execute(
-            f"SELECT id, {_MESSAGE_COLUMNS}, session_id, coalesce({size}, NULL) AS fts_size "
+            f"SELECT id, {_MESSAGE_COLUMNS}, (SELECT n.session_id FROM session_numbers n WHERE n.number = messages.session) "
+            f"AS session_id, coalesce({size}, NULL) AS fts_size "
             f"FROM messages WHERE synced = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit)))
 
     def mark_synced(self, ids):

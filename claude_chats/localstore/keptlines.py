@@ -16,11 +16,12 @@ pack them.
 
 from .. import rawlines
 from . import uuids
+from .db import NUMBER
 
 # the messages made from a line: a range of messages.uuid ('#' and '@' sort before 'A'), through its index
 # ('+': left to itself, the planner walked the session's messages, 17 against 5 us a line on the shared corpus)
 _TEXTS = ("SELECT id, chats_text(content) FROM messages WHERE uuid >= ?1 AND uuid < ?4 "
-          "AND +session_id = ?2 AND created_at IS ?3")
+          "AND +session = (SELECT number FROM session_numbers WHERE session_id = ?2) AND created_at IS ?3")
 _BATCH = 500
 
 
@@ -50,7 +51,7 @@ def texts_of(conn, session, ids):
     ids, found = sorted(ids), {}
     for start in range(0, len(ids), _BATCH):
         part = ids[start:start + _BATCH]
-        found.update(conn.execute(f"SELECT id, chats_text(content) FROM messages WHERE session_id = ? AND id IN "
+        found.update(conn.execute(f"SELECT id, chats_text(content) FROM messages WHERE session = {NUMBER} AND id IN "
                                   f"({','.join('?' * len(part))})", [session, *part]))
     return found
 

@@ -345,7 +345,7 @@ def keep_pending_indexes(conn, wanted):
 _PREVIOUS_SQL = """
 SELECT m.id, p.id, p.role, chats_text(p.content) FROM json_each(?) j
 JOIN messages m ON m.id = j.value
-JOIN messages p ON p.id = (SELECT q.id FROM messages q WHERE q.session_id = m.session_id
+JOIN messages p ON p.id = (SELECT q.id FROM messages q WHERE q.session = m.session
                            AND q.seq < m.seq AND q.kind = 'text' ORDER BY q.seq DESC LIMIT 1)"""
 
 

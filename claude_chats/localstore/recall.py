@@ -27,7 +27,7 @@ something to say.
 """
 
 from .. import transcript
-from .db import session_name
+from .db import NUMBER, session_name
 from .hints import REDACT_MARGIN, SNIPPET_CHARS
 
 _SESSION_NAME = session_name()
@@ -69,6 +69,7 @@ def session_context(conn, session_id, source, redacted=True):
 
 
 STARTUP_PROMPT_CHARS = 100
+_NUMBER_OF_S = "(SELECT number FROM session_numbers WHERE session_id = s.id)"   # the number of the row ``s``
 AGENT_MARK = ":agent-"   # in a subagent's session id (transcript.subagent_session_id)
 
 
@@ -85,8 +86,8 @@ def startup_context(conn, session_id, project, count, redacted=True):
         return None
     rows = conn.execute(
         f"SELECT s.id, {_SESSION_NAME}, coalesce(s.last_at, s.first_at), "
-        f"(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.copy = 0), "
-        f"(SELECT substr(chats_text(content), 1, ?) FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+        f"(SELECT count(*) FROM messages m WHERE m.session = {_NUMBER_OF_S} AND m.copy = 0), "
+        f"(SELECT substr(chats_text(content), 1, ?) FROM messages m WHERE m.session = {_NUMBER_OF_S} AND m.role = 'user' "
         f"AND m.kind = ? ORDER BY m.seq LIMIT 1) "
         f"FROM sessions s WHERE s.project_path = ? AND s.parent_session_id IS NULL AND s.machine_made = 0 "
         f"AND instr(s.id, ?) = 0 AND s.id != ? ORDER BY coalesce(s.last_at, s.first_at) DESC LIMIT ?",
@@ -119,7 +120,7 @@ def compaction_context(conn, session_id, redacted=True):
             f"with search_memory(query, session_id={sid}) (the conversation-memory MCP tools) when the "
             f"summary lacks a detail: an error message, a constraint, what was tried first. The index below "
             f"is of the compacted turns. {DATA_NOTE}")
-    rows = conn.execute("SELECT seq, role, kind, substr(chats_text(content), 1, ?) FROM messages WHERE session_id = ? "
+    rows = conn.execute(f"SELECT seq, role, kind, substr(chats_text(content), 1, ?) FROM messages WHERE session = {NUMBER} "
                         "AND seq BETWEEN ? AND ? AND copy = 0 ORDER BY seq",
                         (READ_CHARS + 1, session_id, start, end)).fetchall()
     return _fit(head, _index(rows, _cleaner(redacted)))
@@ -127,7 +128,7 @@ def compaction_context(conn, session_id, redacted=True):
 
 def resume_context(conn, session_id):
     """On a resume: the pointer to the recorded session."""
-    row = conn.execute("SELECT count(*), min(seq), max(seq) FROM messages WHERE session_id = ?",
+    row = conn.execute(f"SELECT count(*), min(seq), max(seq) FROM messages WHERE session = {NUMBER}",
                        (session_id,)).fetchall()[0]
     if not row[0]:
         return None
@@ -145,20 +146,20 @@ def _compacted_span(conn, session_id):
     stored after the latest boundary says so: then this compaction's boundary is still to come, and
     the span runs from that boundary to the last message stored."""
     bounds = [seq for (seq,) in conn.execute(
-        "SELECT seq FROM messages WHERE session_id = ? AND kind = ? ORDER BY seq DESC LIMIT 2",
+        f"SELECT seq FROM messages WHERE session = {NUMBER} AND kind = ? ORDER BY seq DESC LIMIT 2",
         (session_id, transcript.COMPACT_BOUNDARY))]
     latest = bounds[0] if bounds else -1
     pending = conn.execute(
-        "SELECT max(seq) FROM messages WHERE session_id = ? AND seq > ? AND kind IN (?, ?, ?)",
+        f"SELECT max(seq) FROM messages WHERE session = {NUMBER} AND seq > ? AND kind IN (?, ?, ?)",
         (session_id, latest, transcript.TEXT, transcript.TOOL_USE, transcript.TOOL_RESULT)).fetchall()[0][0]
     if pending is not None:   # turns after the latest boundary (or no boundary at all): the new one is coming
-        start, end = latest + 1, conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+        start, end = latest + 1, conn.execute(f"SELECT max(seq) FROM messages WHERE session = {NUMBER}",
                                               (session_id,)).fetchall()[0][0]
     elif bounds:
         start, end = (bounds[1] + 1 if len(bounds) > 1 else 0), latest - 1
     else:
         return None
-    count = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?",
+    count = conn.execute(f"SELECT count(*) FROM messages WHERE session = {NUMBER} AND seq BETWEEN ? AND ?",
                          (session_id, start, end)).fetchall()[0][0]
     return (start, end, count) if count else None
 

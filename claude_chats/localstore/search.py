@@ -241,8 +241,8 @@ class LocalSearch:
         cut, missing = [], self.scored_matches
         for table, floor in newest:
             rows = self.conn.execute(
-                f"SELECT f.rowid FROM {table} f JOIN messages m ON m.id = f.rowid JOIN sessions s "
-                f"ON s.id = m.session_id WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
+                f"SELECT f.rowid FROM {table} f JOIN messages m ON m.id = f.rowid JOIN session_numbers n "
+                f"ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
                 f"ORDER BY f.rowid DESC LIMIT ?", (match, floor, *args, missing)).fetchall()
             if len(rows) == missing:
                 return cut + [(table, rows[-1][0])]
@@ -280,9 +280,9 @@ class LocalSearch:
         inner = " UNION ALL ".join(
             f"SELECT * FROM (SELECT rowid, {self._ranker.score(table)} AS rank FROM {table} WHERE {table} MATCH ? "
             f"AND rowid >= ? ORDER BY rank LIMIT ?)" for table, _ in cut)
-        sql = (f"SELECT m.id, m.session_id, m.seq, f.rank FROM ({inner} ORDER BY rank LIMIT ?) f "
+        sql = (f"SELECT m.id, n.session_id, m.seq, f.rank FROM ({inner} ORDER BY rank LIMIT ?) f "
                f"JOIN messages m ON m.id = f.rowid "
-               f"JOIN sessions s ON s.id = m.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
+               f"JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
         parts = [x for _table, floor in cut for x in (match, floor, top)]
         return self.conn.execute(sql, (*parts, top, *args, limit)).fetchall()
 
@@ -297,9 +297,9 @@ class LocalSearch:
                 ranges.append([session, seq - NEIGHBOUR_SPAN, seq + NEIGHBOUR_SPAN])
         where, args = _filters(filters)
         rows = self.conn.execute(
-            f"SELECT m.session_id, m.seq, m.id FROM json_each(?) r "
-            f"JOIN messages m ON m.session_id = r.value ->> 0 AND m.seq BETWEEN r.value ->> 1 AND r.value ->> 2 "
-            f"JOIN sessions s ON s.id = m.session_id WHERE {where}", (json.dumps(ranges), *args)).fetchall()
+            f"SELECT n.session_id, m.seq, m.id FROM json_each(?) r "
+            f"JOIN messages m ON n.session_id = r.value ->> 0 AND m.seq BETWEEN r.value ->> 1 AND r.value ->> 2 "
+            f"JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {where}", (json.dumps(ranges), *args)).fetchall()
         return {(session, seq): i for session, seq, i in rows}
 
     def semantic(self, plan):
@@ -335,9 +335,10 @@ class LocalSearch:
         their chunks. Left to itself the planner walks every chunk of the space and looks each one's
         message and session up (the project filter, a prefix by ``substr``, names no index): 0.86-0.99
         s at 1M messages for a project and a date range, 33 ms read from the sessions."""
-        tables = ("sessions s CROSS JOIN messages m ON m.session_id = s.id CROSS JOIN chunks c" if by_session
-                  else "messages m JOIN sessions s ON s.id = m.session_id JOIN chunks c")
-        sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM {tables} "
+        tables = ("sessions s CROSS JOIN session_numbers n ON n.session_id = s.id CROSS JOIN messages m ON m.session = n.number "
+                  "CROSS JOIN chunks c" if by_session
+                  else "messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id JOIN chunks c")
+        sql = (f"SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM {tables} "
                f"ON c.message_id = m.id AND c.space_id = ? WHERE {where}" + (" LIMIT ?" if limit else ""))
         return self.conn.execute(sql, (space_id, *args, *((limit,) if limit else ()))).fetchall()
 
@@ -372,9 +373,9 @@ class LocalSearch:
 
     def _knn(self, table, column, metric, vector, knn, where, args, limit):
         sql = (f"WITH knn AS (SELECT rowid, distance FROM {table} WHERE {column} MATCH ? AND k = ?) "
-               f"SELECT c.message_id, m.session_id, {_similarity(metric, 'min(knn.distance)')} AS sim, "
+               f"SELECT c.message_id, n.session_id, {_similarity(metric, 'min(knn.distance)')} AS sim, "
                f"c.start_char, c.end_char FROM knn JOIN chunks c ON c.id = knn.rowid "
-               f"JOIN messages m ON m.id = c.message_id JOIN sessions s ON s.id = m.session_id WHERE {where} "
+               f"JOIN messages m ON m.id = c.message_id JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {where} "
                f"GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
         return self.conn.execute(sql, (_blob(vector), knn, *args, limit)).fetchall()
 
@@ -386,8 +387,8 @@ class LocalSearch:
         found after reading the first 64, not all 640 (three B-tree look-ups each; at 1M messages 1.2
         against 2.2 ms a warm search). The rows are those of reading every chunk at once: each chunk's
         look-up does not depend on the others."""
-        sql = (f"SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM chunks c "
-               f"JOIN messages m ON m.id = c.message_id JOIN sessions s ON s.id = m.session_id "
+        sql = (f"SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM chunks c "
+               f"JOIN messages m ON m.id = c.message_id JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
                f"WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
         ids, similarities = ids.tolist(), similarities.tolist()
         rows, seen, start, batch = [], set(), 0, PRESELECT_BATCH
@@ -407,8 +408,8 @@ class LocalSearch:
 
     def _exact(self, table, column, metric, vector, space_id, where, args, limit):
         distance = "vec_distance_cosine" if metric == "cosine" else "vec_distance_l2"
-        sql = (f"SELECT c.message_id, m.session_id, {_similarity(metric, f'min({distance}(v.{column}, ?))')} AS sim, "
-               f"c.start_char, c.end_char FROM messages m JOIN sessions s ON s.id = m.session_id "
+        sql = (f"SELECT c.message_id, n.session_id, {_similarity(metric, f'min({distance}(v.{column}, ?))')} AS sim, "
+               f"c.start_char, c.end_char FROM messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
                f"JOIN chunks c ON c.message_id = m.id AND c.space_id = ? JOIN {table} v ON v.rowid = c.id "
                f"WHERE {where} GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
         return self.conn.execute(sql, (_blob(vector), space_id, *args, limit)).fetchall()
@@ -452,7 +453,7 @@ class LocalSearch:
         if not keys:
             return {}
         rows = self.conn.execute(
-            f"SELECT m.id, {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
+            f"SELECT m.id, {_HIT_COLUMNS} FROM messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
             "WHERE m.id IN (SELECT value FROM json_each(?))", (json.dumps(list(keys)),)).fetchall()
         return {row[0]: dict(zip(_HIT_NAMES, row[1:])) for row in rows}
 
@@ -466,7 +467,7 @@ class LocalSearch:
 
     def messages(self, session_id, start, end, kinds, limit):
         sql = (f"SELECT seq, role, kind, created_at, chats_text(content) FROM messages "
-               f"WHERE session_id = ? AND seq >= ? "
+               f"WHERE session = {db.NUMBER} AND seq >= ? "
                f"AND seq <= ? AND kind IN ({','.join('?' * len(kinds))}) ORDER BY seq LIMIT ?")
         rows = self.conn.execute(sql, (session_id, start, 1 << 62 if end is None else end, *kinds, limit))
         return [dict(zip(("seq", "role", "kind", "timestamp", "content"), row)) for row in rows]
@@ -480,7 +481,7 @@ class LocalSearch:
 
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
               "uuid", "content", "is_subagent")
-_HIT_COLUMNS = (f"m.session_id, {db.session_name()}, s.project_path, s.git_branch, "
+_HIT_COLUMNS = (f"n.session_id, {db.session_name()}, s.project_path, s.git_branch, "
                 "m.role, m.kind, m.seq, m.created_at, chats_uuid(m.uuid), chats_text(m.content), s.agent_id IS NOT NULL")
 
 
@@ -554,7 +555,7 @@ def _filters(filters):
         prefix = filters.project_path if filters.project_path.endswith("/") else filters.project_path + "/"
         where.append("(s.project_path = ? OR substr(s.project_path, 1, ?) = ?)")
         args += [filters.project_path, len(prefix), prefix]
-    for condition, value in (("m.session_id = ?", filters.session_id), ("m.role = ?", filters.role),
+    for condition, value in ((f"m.session = {db.NUMBER}", filters.session_id), ("m.role = ?", filters.role),
                              (f"{UTC_CREATED} >= ?", _bound(filters.since)),
                              (f"{UTC_CREATED} < ?", _bound(filters.until))):
         if value is not None:

@@ -17,7 +17,7 @@ import time
 from .. import jsonl, rawlines, transcript
 from ..times import now_iso
 from . import texts, uuids
-from .db import Immediate, get_state, set_state
+from .db import NUMBER, Immediate, get_state, set_state
 
 CHUNK_BYTES = 8 << 20   # import reads big files in pieces so the write lock is held briefly
 
@@ -289,8 +289,10 @@ def _store(conn, result, file_id, stats, machine):
     if records:
         sessions = _upsert_sessions(conn, records, machine, stats.machine_made)
         stats.sessions.update(sessions)
-        _insert_messages(conn, [(uuids.pack(key), r.session_id, seq, r.role, r.kind, clean(r.text) if clean else r.text,
-                                 r.timestamp, r.message_id, int(r.is_sidechain), file_id, int(copy))
+        numbers = {sid: session_number(conn, sid) for sid in sessions}
+        _insert_messages(conn, [(uuids.pack(key), numbers[r.session_id], seq, r.role, r.kind,
+                                 clean(r.text) if clean else r.text, r.timestamp, r.message_id, int(r.is_sidechain),
+                                 file_id, int(copy))
                                 for r, seq, key, copy in records])
         stats.messages += len(records)
     if result.titles:
@@ -315,7 +317,7 @@ def _insert_messages(conn, rows):
     migration 0011); every other insert (a final answer, a row typed by hand) is indexed by it."""
     after = conn.execute("SELECT max(id) FROM messages").fetchall()[0][0] or 0   # (new ids are above it)
     with texts.indexing_later(conn):
-        conn.executemany("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at, message_id, "
+        conn.executemany("INSERT INTO messages (uuid, session, seq, role, kind, content, created_at, message_id, "
                          "is_sidechain, file_id, copy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     conn.execute(_INDEX_ABOVE, (after,))
 
@@ -388,10 +390,13 @@ VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM raw_lines WHERE session = ?),
 
 
 def session_number(conn, session_id):
-    """The number the kept lines of ``session_id`` name it by (``session_numbers``, journal migration 0012),
-    made when it has none."""
-    conn.execute("INSERT OR IGNORE INTO session_numbers (session_id) VALUES (?)", (session_id,))
-    return conn.execute("SELECT number FROM session_numbers WHERE session_id = ?", (session_id,)).fetchall()[0][0]
+    """The number the messages and kept lines of ``session_id`` name it by (``session_numbers``, journal
+    migrations 0012 and 0015), made when it has none."""
+    rows = conn.execute("SELECT number FROM session_numbers WHERE session_id = ?", (session_id,)).fetchall()
+    if rows:
+        return rows[0][0]
+    conn.execute("INSERT INTO session_numbers (session_id) VALUES (?)", (session_id,))
+    return conn.last_insert_rowid()
 
 
 def _keep_lines(conn, lines, clean, pack=None):
@@ -434,7 +439,8 @@ def _new_records(conn, records, stats):
         batch = [uuids.pack(key) for key in keys[start:start + 500]]
         marks = ",".join("?" * len(batch))
         owner.update((uuids.unpack(uuid), session) for uuid, session in conn.execute(
-            f"SELECT uuid, session_id FROM messages WHERE uuid IN ({marks})", batch))
+            f"SELECT m.uuid, n.session_id FROM messages m JOIN session_numbers n ON n.number = m.session "
+            f"WHERE m.uuid IN ({marks})", batch))
     fresh = []
     for record in records:
         keyed = copy_key(record.uuid, record.session_id)
@@ -485,9 +491,10 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
                          "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (session_id, parent, agent, project_path, machine or machine_name(), stamp, stamp))
         seq = rows[0][0] if rows else 0
-        conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
+        conn.execute("INSERT INTO messages (uuid, session, seq, role, kind, content, created_at) "
                      "VALUES (?, ?, ?, 'assistant', ?, ?, ?)",
-                     (f"stop:{session_id}:{seq}", session_id, seq, transcript.TEXT, content, stamp))
+                     (f"stop:{session_id}:{seq}", session_number(conn, session_id), seq, transcript.TEXT, content,
+                      stamp))
         conn.execute("INSERT INTO final_answers (message_id) VALUES (?)", (conn.last_insert_rowid(),))
         conn.execute("UPDATE sessions SET next_seq = ?, last_at = max(coalesce(last_at, ''), ?), updated_at = ? "
                      "WHERE id = ?", (seq + 1, stamp, stamp, session_id))
@@ -499,7 +506,7 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
 
 
 def _last_answer(conn, session_id):
-    rows = conn.execute("SELECT chats_text(content) FROM messages WHERE session_id = ? AND role = 'assistant' "
+    rows = conn.execute(f"SELECT chats_text(content) FROM messages WHERE session = {NUMBER} AND role = 'assistant' "
                         "AND kind = 'text' "
                         "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchall()
     return rows[0][0] if rows else None
@@ -515,8 +522,9 @@ def _claim_final_answers(conn, records, clean, file_id, stats):
     # CROSS JOIN: from the answers waiting (almost always none), not from the session's messages (left to
     # itself the planner walked every message of the session: 1.5 ms a turn at 20,000 messages)
     waiting = {(session, content): message for message, session, content in conn.execute(
-        f"SELECT f.message_id, m.session_id, chats_text(m.content) FROM final_answers f CROSS JOIN messages m "
-        f"ON m.id = f.message_id WHERE m.session_id IN ({marks})", list(sessions))}
+        f"SELECT f.message_id, n.session_id, chats_text(m.content) FROM final_answers f CROSS JOIN messages m "
+        f"ON m.id = f.message_id CROSS JOIN session_numbers n ON n.number = m.session WHERE n.session_id IN ({marks})",
+        list(sessions))}
     if not waiting:
         return records
     kept = []
@@ -621,8 +629,8 @@ def _resolve_summaries(conn, file_id):
     pending = conn.execute("SELECT leaf_uuid, summary FROM pending_summaries WHERE file_id = ?", (file_id,)).fetchall()
     for leaf, summary in pending:
         # the leaf, or a fork's copy of it (``<leaf>@<session>``: from "@" to "A"), by the uuid's index
-        rows = conn.execute("SELECT session_id FROM messages WHERE (uuid = ? OR (uuid >= ? AND uuid < ? AND copy = 1)) "
-                            "AND file_id = ?",
+        rows = conn.execute("SELECT n.session_id FROM messages m JOIN session_numbers n ON n.number = m.session "
+                            "WHERE (m.uuid = ? OR (m.uuid >= ? AND m.uuid < ? AND m.copy = 1)) AND m.file_id = ?",
                             (uuids.pack(leaf), uuids.pack(leaf + "@"), uuids.pack(leaf + "A"), file_id)).fetchall()
         if rows:
             conn.execute("UPDATE sessions SET summary = ?, updated_at = ? WHERE id = ? AND summary IS NOT ?",

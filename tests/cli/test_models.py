@@ -5,7 +5,7 @@ import json
 import pytest
 
 from claude_chats import paths
-from claude_chats.localstore import db, vectors
+from claude_chats.localstore import db, vectors, writer
 from claude_chats.models import canary_vector, embed_texts
 from tests.support.cli import chats
 
@@ -18,8 +18,8 @@ def run(*args):
 def journal_with_vectors(minilm):
     conn = db.connect(paths.journal_path())
     conn.execute("INSERT INTO sessions(id, updated_at) VALUES ('s', '2026-01-01')")
-    conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content) "
-                 "VALUES ('u', 's', 0, 'user', 'text', 'hello there')")
+    conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content) "
+                 "VALUES ('u', ?, 0, 'user', 'text', 'hello there')", (writer.session_number(conn, "s"),))
     space_id = vectors.ensure_space(conn, minilm.space, canary_vector(minilm))
     [chunks] = embed_texts(minilm, ["hello there"])
     vectors.write_message_vectors(conn, space_id, 1, chunks)

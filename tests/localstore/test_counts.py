@@ -85,7 +85,7 @@ def test_import_forks_blank_and_kinds_counted_and_the_backlog_as_before(tmp_path
     store_session("s-blank", [("user", "text", " \n\t "), ("assistant", "tool_result", "")])   # as an older door did
     assert_exact(paths.journal_path())
     conn = db.connect(paths.journal_path())
-    stored = conn.execute("SELECT count(*) FILTER (WHERE session_id = 's-a'), sum(copy), "
+    stored = conn.execute("SELECT count(*) FILTER (WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's-a')), sum(copy), "
                           "sum(trim(content, ' \t\n') = '') FROM messages").fetchall()[0]
     assert stored[1] == stored[0] and stored[2] == 2    # every line of s-a copied; the blank prompt and its copy
     for limits in ((), recipe.LEAN.limits, recipe.recipe_for("context,tool_result=20,thinking=0").limits):

@@ -260,7 +260,8 @@ def test_the_hooks_hints_over_parts_score_as_over_one_table(tmp_path):
     with Journal.open() as journal:
         conn = journal.conn
         one = {(s, q): round(-score, 2) for s, q, score in conn.execute(
-            "SELECT m.session_id, m.seq, bm25(messages_fts) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "SELECT n.session_id, m.seq, bm25(messages_fts) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "JOIN session_numbers n ON n.number = m.session "
             "WHERE messages_fts MATCH ?", ('"quokka" OR "retry" OR "step3" OR "deploy"',))}
         split_into_parts(conn, 30)
         assert len(ftsparts.tables(conn)) > 3
@@ -361,7 +362,7 @@ def test_full_text_over_parts_ranks_the_matches_one_table_ranks(tmp_path):
         write(tmp_path / "claude" / "projects" / "-work-proj" / "sess-late.jsonl", session_rows("sess-late", 12))
         chats("import")    # a new session goes to the head
         assert ftsparts.rows(journal.conn, "messages_fts") == 12
-        late = {i for (i,) in journal.conn.execute("SELECT id FROM messages WHERE session_id = 'sess-late'")}
+        late = {i for (i,) in journal.conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 'sess-late')")}
         for scored in (25, 10_000):
             # the newest ``scored`` matches are the same messages, whichever table holds them
             got = [sorted(set(ids) - late) if scored == 10_000 else ids for ids in ranked_sets(journal, scored)]
@@ -384,7 +385,7 @@ def test_a_small_purge_erases_in_place_and_a_large_one_merges_its_part_both_leav
     small, large, kept, *_ = import_sessions(tmp_path, [2, 150, 1100, 700], marks)
     with Journal.open() as journal:
         split_into_parts(journal.conn, 1000)
-        where = {n: ftsparts.holding(journal.conn, "SELECT id FROM messages WHERE session_id = ?", (s,))
+        where = {n: ftsparts.holding(journal.conn, "SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?)", (s,))
                  for n, s in (("small", small), ("large", large))}
     # 2 messages of a 1,000-message part: FTS5's secure-delete; 150: plain deletes, then that part merged
     assert set(where["small"]) == {"messages_fts_00000001"} and set(where["large"]) == {"messages_fts_00000001"}
@@ -426,7 +427,7 @@ def test_a_message_redacted_in_place_moves_to_the_head(tmp_path):
     (session,) = import_sessions(tmp_path, [20])
     with Journal.open() as journal:
         split_into_parts(journal.conn, 8)
-        target = journal.conn.execute("SELECT id FROM messages WHERE session_id = ? AND seq = 3", (session,)
+        target = journal.conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?) AND seq = 3", (session,)
                                       ).fetchall()[0][0]
         journal.conn.execute("UPDATE messages SET content = 'redacted Marigoldupdated' WHERE id = ?", (target,))
         assert ftsparts.holding(journal.conn, "SELECT ?", (target,)) == {"messages_fts": 1}
@@ -629,7 +630,7 @@ def test_doctor_checks_every_part_and_rebuilds_an_index_out_of_step(tmp_path):
     assert checks["fts"]["status"] == "pass" and "4 tables" in checks["fts"]["detail"]
     with Journal.open() as journal:   # a message the index lost (written with the triggers off, say)
         conn = journal.conn
-        lost = conn.execute("SELECT id FROM messages WHERE session_id = ? AND seq = 5", (first,)).fetchall()[0][0]
+        lost = conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?) AND seq = 5", (first,)).fetchall()[0][0]
         table = next(iter(ftsparts.holding(conn, "SELECT ?", (lost,))))
         conn.execute(f"INSERT INTO {table}({table}, rowid, content) SELECT 'delete', id, content FROM messages "
                      f"WHERE id = ?", (lost,))

@@ -92,7 +92,7 @@ def test_a_purge_and_a_redaction_forget_every_word(tmp_path, monkeypatch):
         assert memo(journal.conn) == {}
         hintsmod.recall_hints(journal.conn, PROMPTS[0], None)
         assert memo(journal.conn)
-        target = journal.conn.execute("SELECT id FROM messages WHERE session_id = ? AND seq = 3", (sessions[0],)
+        target = journal.conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?) AND seq = 3", (sessions[0],)
                                       ).fetchall()[0][0]
         journal.conn.execute("UPDATE messages SET content = 'password: hunter2hunter2' WHERE id = ?", (target,))
         assert memo(journal.conn) == {}

@@ -8,7 +8,7 @@ import uuid as uuidlib
 import apsw
 import pytest
 
-from claude_chats.localstore import ftsparts
+from claude_chats.localstore import db, ftsparts, writer
 from claude_chats.localstore.journal import Journal
 from tests.support.stand_ins import chats, line, write
 
@@ -81,8 +81,8 @@ def test_messages_inserted_by_any_other_statement_are_still_indexed_by_the_trigg
     with Journal.open() as journal:
         conn = journal.conn
         session = conn.execute("SELECT id FROM sessions").fetchall()[0][0]
-        conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content) "
-                     "VALUES ('by-hand', ?, 99, 'user', 'text', 'zqgamma typed by hand')", (session,))
+        conn.execute(f"INSERT INTO messages (uuid, session, seq, role, kind, content) "
+                     f"VALUES ('by-hand', {db.NUMBER}, 99, 'user', 'text', 'zqgamma typed by hand')", (session,))
         assert len(matches(conn, "zqgamma")) == 1
         check_index(conn)
 
@@ -94,12 +94,12 @@ def test_an_insert_that_fails_leaves_the_trigger_indexing_on_that_connection(tmp
     chats("import")
     with Journal.open() as journal:
         conn = journal.conn
-        session, taken = conn.execute("SELECT session_id, uuid FROM messages LIMIT 1").fetchall()[0]
+        session, taken = conn.execute("SELECT session, uuid FROM messages LIMIT 1").fetchall()[0]
         row = (taken, session, 50, "user", "text", "zqepsilon", None, None, 0, None, 0)
         with pytest.raises(apsw.ConstraintError):   # the uuid is taken: the whole insert fails
             writer._insert_messages(conn, [row])
         assert not matches(conn, "zqepsilon")
-        conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content) "
+        conn.execute("INSERT INTO messages (uuid, session, seq, role, kind, content) "
                      "VALUES ('after-the-failure', ?, 51, 'user', 'text', 'zqzeta')", (session,))
         assert len(matches(conn, "zqzeta")) == 1       # the trigger indexes again here
         check_index(conn)

@@ -12,7 +12,7 @@ import pytest
 
 from claude_chats import paths
 from claude_chats.faults import ENV
-from claude_chats.localstore import db, ivf, outbox, vectors
+from claude_chats.localstore import db, ivf, outbox, vectors, writer
 from claude_chats.localstore.db import Immediate
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
@@ -48,8 +48,9 @@ def fill(conn, sessions, per_session, seed=7, old_codes=False):
         for session in sessions:
             conn.execute("INSERT INTO sessions(id, updated_at) VALUES (?, '2026-01-01')", (session,))
             for seq in range(per_session):
-                conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content, synced) "
-                             "VALUES (?, ?, ?, 'user', 'text', ?, 1)", (f"{session}-{seq}", session, seq, f"text {n}"))
+                conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content, synced) "
+                             "VALUES (?, ?, ?, 'user', 'text', ?, 1)",
+                             (f"{session}-{seq}", writer.session_number(conn, session), seq, f"text {n}"))
                 message = conn.last_insert_rowid()
                 vectors.write_message_vectors(conn, space_id, message, [Chunk(0, 0, 4, data[n])])
                 out[message] = data[n]
@@ -62,8 +63,8 @@ def add_late(conn, space_id, session, late, name="late"):
     out = {}
     with conn:
         for n, v in enumerate(late):
-            conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content) VALUES (?, ?, ?, 'user', "
-                         "'text', 'late')", (f"{name}-{n}", session, 100_000 + n))
+            conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content) VALUES (?, ?, ?, 'user', "
+                         "'text', 'late')", (f"{name}-{n}", writer.session_number(conn, session), 100_000 + n))
             out[conn.last_insert_rowid()] = v
             vectors.write_message_vectors(conn, space_id, conn.last_insert_rowid(), [Chunk(0, 0, 4, v)])
     return out
@@ -196,12 +197,12 @@ def test_tail_folds_into_the_lists_and_deleted_slots_are_zeroed(conn):
     assert ivf.counts(conn, space_id) == (3000, 300)
     ivf.fold(conn, space_id, tx(conn))
     assert ivf.counts(conn, space_id) == (3300, 0)
-    gone = [m for (m,) in conn.execute("SELECT id FROM messages WHERE session_id = 's1'")]
+    gone = [m for (m,) in conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's1')")]
     gone_chunks = [c for c, m in chunk_of(conn).items() if m in gone]
     codes = stored_codes(conn, space_id, gone_chunks)
     assert len(codes) == 2 * len(gone_chunks)
     with conn:
-        conn.execute("DELETE FROM messages WHERE session_id = 's1'")     # cascade: chunks, then the trigger
+        conn.execute("DELETE FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's1')")     # cascade: chunks, then the trigger
         assert vectors.zero_deleted(conn) == len(gone_chunks)
     assert stored_codes(conn, space_id, gone_chunks) == []
     assert set(ivf.live(conn, space_id).tolist()) == set(chunk_of(conn))
@@ -288,11 +289,11 @@ def test_a_locator_kept_across_calls_answers_as_a_fresh_read_after_folds_retrain
     assert len(same(late_chunks + list(chunks)[200:260])) == 360
     ivf.retrain(conn, space_id, tx(conn), nlist=24)          # every chunk elsewhere
     assert len(same(list(chunks)[500:700])) == 200
-    gone = [m for (m,) in conn.execute("SELECT id FROM messages WHERE session_id = 's1'")]
+    gone = [m for (m,) in conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's1')")]
     gone_chunks = [c for c, m in chunk_of(conn).items() if m in gone][:100]
     locator.read(conn, f"ivf_{space_id}_lists")
     with conn:
-        conn.execute("DELETE FROM messages WHERE session_id = 's1'")
+        conn.execute("DELETE FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's1')")
         assert vectors.zero_deleted(conn) >= len(gone_chunks)
     assert same(gone_chunks + late_chunks[:5]).keys() == set(late_chunks[:5])   # zeroed slots are no answer
 
@@ -343,8 +344,9 @@ def test_a_syncs_read_ahead_answers_each_batch_as_a_read_of_that_batch_would(con
     later = clustered(50, seed=12)
     with other:
         for n, v in enumerate(later):
-            other.execute("INSERT INTO messages(id, uuid, session_id, seq, role, kind, content) VALUES "
-                          "(?, ?, 's3', ?, 'user', 'text', 'new')", (last[n], f"new-{n}", 5000 + n))
+            other.execute("INSERT INTO messages(id, uuid, session, seq, role, kind, content) VALUES "
+                          "(?, ?, ?, ?, 'user', 'text', 'new')",
+                          (last[n], f"new-{n}", writer.session_number(other, "s3"), 5000 + n))
             vectors.write_message_vectors(other, space_id, last[n], [Chunk(0, 0, 3, v)])
     other.close()
     got = same(last)
@@ -367,7 +369,7 @@ def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_session
     with conn:
         conn.execute("UPDATE sessions SET project_path = '/work/big'")
         conn.execute("UPDATE sessions SET project_path = '/work/small/app' WHERE id = 's042'")
-    mine = {m: stored[m] for (m,) in conn.execute("SELECT id FROM messages WHERE session_id = 's042'")}
+    mine = {m: stored[m] for (m,) in conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's042')")}
     slack = similarity_slack(conn, space_id, list(mine.values()))   # what the stored codes may move a cosine
     conn.close()
     search = LocalSearch.open(path)
@@ -435,7 +437,8 @@ def test_purge_leaves_no_vector_of_the_session_on_disk():
         space_id, _ = fill(journal.conn, ["sess-purged", "sess-kept"], 1200)
         ivf.retrain(journal.conn, space_id, tx(journal.conn), nlist=16)
         chunks = chunk_of(journal.conn)
-        session = dict(journal.conn.execute("SELECT id, session_id FROM messages").fetchall())
+        session = dict(journal.conn.execute("SELECT m.id, n.session_id FROM messages m JOIN session_numbers n "
+                                            "ON n.number = m.session").fetchall())
         purged = [c for c, m in chunks.items() if session[m] == "sess-purged"]
         kept = [c for c, m in chunks.items() if session[m] == "sess-kept"]
         purged_codes = [b for b in stored_codes(journal.conn, space_id, purged) if any(b)]
@@ -459,7 +462,8 @@ def test_a_purge_leaves_no_vector_of_the_tail_on_disk_nor_in_its_scan_index():
         ivf.retrain(journal.conn, space_id, tx(journal.conn), nlist=16)
         journal.conn.execute("INSERT INTO sessions(id, updated_at) VALUES ('sess-purged', '2026-01-01')")
         add_late(journal.conn, space_id, "sess-purged", clustered(300, seed=8))
-        chunks, session = chunk_of(journal.conn), dict(journal.conn.execute("SELECT id, session_id FROM messages"))
+        chunks, session = chunk_of(journal.conn), dict(journal.conn.execute(
+            "SELECT m.id, n.session_id FROM messages m JOIN session_numbers n ON n.number = m.session"))
         purged = [c for c, m in chunks.items() if session[m] == "sess-purged"]
         assert ivf.counts(journal.conn, space_id) == (1200, 300)
         plan = journal.conn.execute(f"EXPLAIN QUERY PLAN SELECT id, scale, codes FROM ivf_{space_id}_tail "
@@ -561,8 +565,8 @@ def legacy_journal(conn, stored_vectors):
                      f"{space_id} BEGIN DELETE FROM vec_{space_id} WHERE rowid = old.id; END")
         conn.execute("INSERT INTO sessions(id, updated_at) VALUES ('s1', '2026-01-01')")
         for seq, v in enumerate(stored_vectors):
-            conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content, synced) "
-                         "VALUES (?, 's1', ?, 'user', 'text', 'old', 1)", (f"u{seq}", seq))
+            conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content, synced) "
+                         "VALUES (?, ?, ?, 'user', 'text', 'old', 1)", (f"u{seq}", writer.session_number(conn, "s1"), seq))
             conn.execute("INSERT INTO chunks(space_id, message_id, chunk_index, start_char, end_char) "
                          "VALUES (?, ?, 0, 0, 3)", (space_id, conn.last_insert_rowid()))
             conn.execute(f"INSERT INTO vec_{space_id}(rowid, embedding) VALUES (?, ?)",

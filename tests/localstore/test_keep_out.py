@@ -20,7 +20,7 @@ def _ingest(conn, path, exclude=None):
 
 
 def _texts(conn, session=SESSION):
-    return [t for (t,) in conn.execute("SELECT content FROM messages WHERE session_id = ? ORDER BY seq", (session,))]
+    return [t for (t,) in conn.execute("SELECT content FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = ?) ORDER BY seq", (session,))]
 
 
 def _kept(conn):

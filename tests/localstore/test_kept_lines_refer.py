@@ -157,7 +157,7 @@ def test_a_line_whose_message_is_gone_is_an_error_never_another_text(empty_journ
                                                "JOIN messages m ON m.uuid = r.key "
                                  "WHERE r.session = (SELECT number FROM session_numbers "
                                  "WHERE session_id = 'sess-1')").fetchall()
-    theirs, = conn.execute("SELECT id FROM messages WHERE session_id = 'sess-2'").fetchall()[0]
+    theirs, = conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 'sess-2')").fetchall()[0]
     # a line pointed at another session's message (a journal changed by hand) does not read it
     forged = rawlines.pack_referring(rawlines.unpack_referring(line).replace(b"\x00%d\x00" % mine,
                                                                             b"\x00%d\x00" % theirs))

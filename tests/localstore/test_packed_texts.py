@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from claude_chats import paths
 from claude_chats.errors import JournalError
-from claude_chats.localstore import db, erase, ftsparts, outbox, texts
+from claude_chats.localstore import db, erase, ftsparts, outbox, texts, writer
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from claude_chats.search.searcher import Searcher
@@ -172,7 +172,7 @@ def test_packing_goes_on_where_a_stopped_run_left_and_waits_for_a_recent_message
         kinds = {u: t for u, (t, _x) in _stored(conn).items()}
         assert {u for u, t in kinds.items() if t == "text"} == {"s-b-u0", "s-b-a1", "s-b-u2"}
         held = int(db.get_state(conn, outbox.TEXTS_UPTO))
-        assert held < conn.execute("SELECT min(id) FROM messages WHERE session_id = 's-b'").fetchall()[0][0]
+        assert held < conn.execute("SELECT min(id) FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's-b')").fetchall()[0][0]
         assert outbox.pack_old_texts(conn, now=time.time() + 2 * 86_400)[0] == 3   # two days on: packed too
         assert all(t == "blob" for t, _x in _stored(conn).values())
         assert [m["content"] for s in ("s-a", "s-b", "s-c") for m in journal.messages(s)] == long
@@ -279,8 +279,9 @@ def test_a_text_with_a_nul_character_stays_as_written_and_the_counts_stay_exact(
     path = _write(folder, "s-nul", [TEXTS[0]], OLD)
     with Journal.open() as journal:
         assert not journal.import_files([path]).errors
-        journal.conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
-                             "VALUES ('s-nul-x', 's-nul', 1, 'user', 'text', ?, ?)", (nul, OLD))
+        journal.conn.execute("INSERT INTO messages (uuid, session, seq, role, kind, content, created_at) "
+                             "VALUES ('s-nul-x', ?, 1, 'user', 'text', ?, ?)",
+                             (writer.session_number(journal.conn, "s-nul"), nul, OLD))
         assert outbox.pack_old_texts(journal.conn)[0] == 1
         assert _stored(journal.conn)["s-nul-x"] == ("text", nul)
         assert texts.length_of(nul) == journal.conn.execute("SELECT length(?)", (nul,)).fetchall()[0][0] < len(nul)

@@ -360,8 +360,9 @@ def test_vector_leg_looks_chunks_up_a_batch_at_a_time_and_keeps_what_one_read_ke
     for filters in (Filters.build(), Filters.build(role="user"), Filters.build(project_path="/work/alpha")):
         where, args = local._filters(filters)
         every = dict((row[0], row[1:]) for row in synced_journal.conn.execute(
-            "SELECT c.id, c.message_id, m.session_id, c.start_char, c.end_char FROM chunks c JOIN messages m "
-            "ON m.id = c.message_id JOIN sessions s ON s.id = m.session_id WHERE c.id IN "
+            "SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM chunks c JOIN messages m "
+            "ON m.id = c.message_id JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
+            "WHERE c.id IN "
             f"(SELECT value FROM json_each(?)) AND {where}", (json.dumps(ids.tolist()), *args)))
         expected, seen = [], set()
         for chunk_id, similarity in zip(ids.tolist(), similarities.tolist()):

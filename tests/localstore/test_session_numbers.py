@@ -48,7 +48,7 @@ def old_journal(folder, big=False):
         conn = journal.conn
         conn.execute("UPDATE raw_lines SET packed = 0, line = CAST('{\"as\": \"read\"}' AS BLOB) WHERE id % 5 = 0")
         outbox.mark_raw_lines_pushed(conn, [i for (i,) in conn.execute("SELECT id FROM raw_lines WHERE id % 3 = 0")])
-        conn.execute(OLD_LAYOUT)
+        db._run_script(conn, OLD_LAYOUT)
         if big:   # the migration's size query reads the highest id, not a count
             conn.execute("INSERT INTO raw_lines (id, session_id, seq, key, line, packed) "
                          "VALUES (20001, 'sess-filler', 0, 'k', NULL, 1)")
@@ -115,7 +115,9 @@ def _payload(folder, session="sess-later"):
 def _recorded(path, session):
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session,)).fetchall()[0][0]
+        if db.user_version(conn) < db.migration_files().index("0015_messages_session_numbers.sql"):
+            return conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session,)).fetchall()[0][0]
+        return conn.execute(f"SELECT count(*) FROM messages WHERE session = {db.NUMBER}", (session,)).fetchall()[0][0]
     finally:
         conn.close()
 

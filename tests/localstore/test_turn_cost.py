@@ -46,7 +46,7 @@ def turn_steps(tmp_path, earlier, late):
                 fh.write(lines.encode(reply))
             stop()
         conn.set_progress_handler(None)
-        stored = conn.execute("SELECT content FROM messages WHERE session_id = 'sess-1' ORDER BY seq DESC "
+        stored = conn.execute("SELECT content FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 'sess-1') ORDER BY seq DESC "
                               "LIMIT 2").fetchall()
         assert [r[0] for r in stored] == [answer, "why does the build fail on port 5433"]
         assert conn.execute("SELECT count(*) FROM final_answers").fetchall() == [(0,)]   # claimed by its line

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from claude_chats import faults, paths
 from claude_chats.errors import JournalError
-from claude_chats.localstore import db, keptlines, uuids
+from claude_chats.localstore import db, keptlines, uuids, writer
 from claude_chats.localstore.journal import Journal
 from tests.support import lines
 from tests.support.journals import OLD_UUIDS, kept_line_bytes, write_corpus
@@ -81,8 +81,8 @@ def test_the_journal_finds_a_lines_messages_by_the_range_and_nothing_else(journa
     conn.execute("INSERT INTO sessions (id, updated_at) VALUES ('s', 't')")
     stored = [U, U + "#1", U + "#2", U + "@s2", other, other + "#1", U.upper(), U + "x"]
     for n, value in enumerate(stored):
-        conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
-                     "VALUES (?, 's', ?, 'user', 'text', ?, 't')", (uuids.pack(value), n, value))
+        conn.execute("INSERT INTO messages (uuid, session, seq, role, kind, content, created_at) "
+                     "VALUES (?, ?, ?, 'user', 'text', ?, 't')", (uuids.pack(value), writer.session_number(conn, "s"), n, value))
     found = conn.execute(keptlines._TEXTS, (uuids.pack(U), "s", "t", uuids.after(U))).fetchall()
     assert sorted(text for _id, text in found) == sorted([U, U + "#1", U + "#2", U + "@s2"])
     assert conn.execute("SELECT chats_uuid(uuid) FROM messages ORDER BY seq").fetchall() == [(v,) for v in stored]
@@ -93,8 +93,8 @@ def test_a_stored_blob_this_version_did_not_write_is_a_journal_error(journal_con
     with pytest.raises(JournalError, match="not written by claude-chats"):
         uuids.unpack(planted)
     journal_conn.execute("INSERT INTO sessions (id, updated_at) VALUES ('s', 't')")
-    journal_conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content) "
-                         "VALUES (?, 's', 0, 'user', 'text', 'x')", (planted,))
+    journal_conn.execute("INSERT INTO messages (uuid, session, seq, role, kind, content) "
+                         "VALUES (?, ?, 0, 'user', 'text', 'x')", (planted, writer.session_number(journal_conn, "s")))
     with pytest.raises(JournalError, match="uuid stored in the journal"):
         journal_conn.execute("SELECT chats_uuid(uuid) FROM messages").fetchall()
 
@@ -122,7 +122,8 @@ OLD_LAYOUT = OLD_UUIDS + f"""
 DELETE FROM migrations WHERE name >= '{MIGRATION}';
 PRAGMA user_version = {BEFORE};
 """
-MESSAGES = "SELECT id, chats_uuid(uuid), session_id, seq, chats_text(content) FROM messages ORDER BY id"
+MESSAGES = ("SELECT m.id, chats_uuid(m.uuid), n.session_id, m.seq, chats_text(m.content) FROM messages m "
+            "JOIN session_numbers n ON n.number = m.session ORDER BY m.id")
 KEYS = "SELECT id, session, seq, chats_uuid(key), line, packed FROM raw_lines ORDER BY id"
 
 
@@ -134,11 +135,11 @@ def old_journal(folder, big=False):
         assert not journal.import_files(write_corpus(folder / "projects")).errors
         conn = journal.conn
         if big:   # the migration's size query reads the highest id, not a count
-            conn.execute("INSERT INTO messages (id, uuid, session_id, seq, role, kind, content) "
-                         "SELECT 20001, ?, session_id, 999, 'user', 'text', 'filler' FROM messages LIMIT 1",
+            conn.execute("INSERT INTO messages (id, uuid, session, seq, role, kind, content) "
+                         "SELECT 20001, ?, session, 999, 'user', 'text', 'filler' FROM messages LIMIT 1",
                          (uuids.pack(str(uuidlib.uuid4())),))
         state = conn.execute(MESSAGES).fetchall(), conn.execute(KEYS).fetchall(), kept_line_bytes(conn)
-        conn.execute(OLD_LAYOUT)
+        db._run_script(conn, OLD_LAYOUT)
         assert conn.execute("SELECT count(*) FROM messages WHERE typeof(uuid) = 'blob'").fetchall() == [(0,)]
     return (path, *state)
 

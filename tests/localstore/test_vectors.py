@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from claude_chats.errors import SpaceMismatchError
-from claude_chats.localstore import ivf, vectors
+from claude_chats.localstore import ivf, vectors, writer
 from claude_chats.models import EmbeddingProvider, canary_vector, embed_texts
 from tests.support.vectors import assert_decoded
 
@@ -32,8 +32,8 @@ def seeded_conn(journal_conn):
     """A raw connection to a journal holding ``MESSAGES`` (session s1), no vectors yet."""
     journal_conn.execute("INSERT INTO sessions(id, updated_at) VALUES ('s1', '2026-01-01')")
     for seq, text in enumerate(MESSAGES):
-        journal_conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content) "
-                             "VALUES (?, 's1', ?, 'user', 'text', ?)", (f"u{seq}", seq, text))
+        journal_conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content) "
+                             "VALUES (?, ?, ?, 'user', 'text', ?)", (f"u{seq}", writer.session_number(journal_conn, "s1"), seq, text))
     return journal_conn
 
 
@@ -141,10 +141,10 @@ def test_backlog_counts_what_a_space_still_lacks_after_the_recipes_limits(seeded
     conn = seeded_conn
     for seq, (kind, text) in enumerate([("tool_result", "x" * 5000), ("thinking", "hmm " * 50),
                                         ("text", "   \n"), ("tool_use", "[Bash] ls")], start=len(MESSAGES)):
-        conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content) "
-                     "VALUES (?, 's1', ?, 'assistant', ?, ?)", (f"u{seq}", seq, kind, text))
-    conn.execute("INSERT INTO messages(uuid, session_id, seq, role, kind, content, copy) "
-                 "VALUES ('u-copy@s2', 's1', 99, 'user', 'text', 'a copy of a line', 1)")
+        conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content) "
+                     "VALUES (?, ?, ?, 'assistant', ?, ?)", (f"u{seq}", writer.session_number(conn, "s1"), seq, kind, text))
+    conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content, copy) "
+                 "VALUES ('u-copy@s2', ?, 99, 'user', 'text', 'a copy of a line', 1)", (writer.session_number(conn, "s1"),))
     words = sum(len(t) for t in MESSAGES)
     limits = (("thinking", 0), ("tool_result", 500))
     # no space yet: everything but blanks, copies and the kinds embedded not at all; a kind up to its limit

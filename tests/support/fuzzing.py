@@ -149,7 +149,7 @@ def journal_rows(path):
     stored_uuids.register(conn)
     try:
         return {r[0]: tuple(r[1:]) for r in conn.execute(
-            "SELECT chats_uuid(uuid), session_id, seq, role, kind, chats_text(content) FROM messages")}
+            "SELECT chats_uuid(uuid), session_id, seq, role, kind, chats_text(content) FROM messages JOIN session_numbers ON number = session")}
     finally:
         conn.close()
 
@@ -193,10 +193,10 @@ def check_journal(path, before=None):
         conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 0)")
         assert index_matches_texts(conn)
         for session, count, low, high, next_seq in conn.execute(
-                "SELECT m.session_id, count(*), min(m.seq), max(m.seq), s.next_seq FROM messages m "
-                "JOIN sessions s ON s.id = m.session_id GROUP BY m.session_id"):
+                "SELECT n.session_id, count(*), min(m.seq), max(m.seq), s.next_seq FROM messages m JOIN session_numbers n "
+                "ON n.number = m.session JOIN sessions s ON s.id = n.session_id GROUP BY n.session_id"):
             assert (low, high, next_seq) == (0, count - 1, count), (session, count, low, high, next_seq)
-        orphans = conn.execute("SELECT count(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)")
+        orphans = conn.execute("SELECT count(*) FROM messages JOIN session_numbers ON number = session WHERE session_id NOT IN (SELECT id FROM sessions)")
         assert orphans.fetchall() == [(0,)]
     finally:
         conn.close()

@@ -146,10 +146,10 @@ def store_session(session_id, messages, project="/work/proj", name=None, last_at
             for seq, message in enumerate(messages):
                 role, kind, text = message if isinstance(message, tuple) else (
                     "user" if seq % 2 == 0 else "assistant", "text", message)
-                conn.execute("INSERT INTO messages (uuid, session_id, seq, role, kind, content, created_at) "
+                conn.execute("INSERT INTO messages (uuid, session, seq, role, kind, content, created_at) "
                              "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (uuids.pack(f"{uuid.uuid5(uuid.NAMESPACE_OID, session_id)}-{seq}"), session_id, seq, role, kind, text,
-                              last_at))
+                             (uuids.pack(f"{uuid.uuid5(uuid.NAMESPACE_OID, session_id)}-{seq}"),
+                              writer.session_number(conn, session_id), seq, role, kind, text, last_at))
     finally:
         conn.close()
 
@@ -202,8 +202,26 @@ def hash_embedder():
 
 # The kept lines put back in the layout journal migration 0012 found them in (a session id in each row), for
 # the tests of a journal from before it
-# A journal's uuids and keys as TEXT, as before migration 0013 (``localstore.uuids``)
-OLD_UUIDS = """
+# The messages in the layout journal migration 0015 found them in (a session id in each row, no number): run
+# with ``db._run_script`` (its ``-- swap``), outside a transaction (the foreign keys are off meanwhile)
+OLD_MESSAGES = """
+PRAGMA foreign_keys = OFF;
+CREATE TABLE messages_old (
+    id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, seq INTEGER NOT NULL, role TEXT NOT NULL,
+    kind TEXT NOT NULL, content TEXT NOT NULL, created_at TEXT, message_id TEXT, is_sidechain INTEGER NOT NULL DEFAULT 0,
+    file_id INTEGER REFERENCES transcripts(id) ON DELETE SET NULL,
+    synced INTEGER NOT NULL DEFAULT 0, copy INTEGER NOT NULL DEFAULT 0, UNIQUE (session_id, seq));
+INSERT INTO messages_old SELECT m.id, m.uuid, n.session_id, m.seq, m.role, m.kind, m.content, m.created_at,
+    m.message_id, m.is_sidechain, m.file_id, m.synced, m.copy FROM messages m JOIN session_numbers n ON n.number = m.session;
+-- swap messages_old for messages
+DROP TABLE messages_before;
+DELETE FROM session_numbers WHERE number NOT IN (SELECT session FROM raw_lines);
+PRAGMA foreign_keys = ON;
+"""
+
+# A journal's uuids and keys as TEXT, as before migration 0013 (``localstore.uuids``): with ``db._run_script``
+OLD_UUIDS = OLD_MESSAGES + """
 UPDATE messages SET uuid = chats_uuid(uuid) WHERE typeof(uuid) = 'blob';
 UPDATE raw_lines SET key = chats_uuid(key) WHERE typeof(key) = 'blob';
 """

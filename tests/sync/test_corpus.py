@@ -21,7 +21,7 @@ def test_corpus_sync_agrees_and_rerun_changes_nothing(corpus, tmp_path, pg_db_ur
         local = [tuple(r) for r in journal.conn.execute(
             "SELECT s.id, m.seq, chats_uuid(m.uuid), m.role, m.kind, chats_text(m.content), "
             "coalesce(s.name, s.agent_name, s.summary, s.slug), s.project_path, s.machine "
-            "FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY 1, 2")]
+            "FROM messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id ORDER BY 1, 2")]
         sessions = journal.counts()["sessions"]
         again = run_sync(settings, journal=journal, provider=HashEmbedder())
         assert (again.pushed, again.embedded, again.conversations) == (0, 0, 0)

@@ -44,7 +44,7 @@ def pg_messages(url):
 
 def journal_messages(journal):
     return [tuple(r) for r in journal.conn.execute(
-        "SELECT session_id, seq, chats_uuid(uuid), role, kind, chats_text(content) FROM messages ORDER BY 1, 2")]
+        "SELECT session_id, seq, chats_uuid(uuid), role, kind, chats_text(content) FROM messages JOIN session_numbers ON number = session ORDER BY 1, 2")]
 
 
 def test_sync_pushes_everything_and_rerun_changes_nothing(empty_journal, tmp_path, pg_db_url):

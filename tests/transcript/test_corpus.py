@@ -149,7 +149,7 @@ def test_subagents_are_linked_to_their_parent(imported_corpus, corpus):
         agent = path.name[len("agent-"):-len(".jsonl")]
         fid, warmup = file_id(journal, path)
         rows = journal.conn.execute(
-            "SELECT DISTINCT s.id, s.parent_session_id, s.agent_id FROM messages m JOIN sessions s ON s.id = m.session_id "
+            "SELECT DISTINCT s.id, s.parent_session_id, s.agent_id FROM messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
             "WHERE m.file_id = ?", (fid,)).fetchall()
         if not rows:
             assert path.stat().st_size == 0 or warmup == 1, f"{path}: nothing stored and not a Warmup"
@@ -176,12 +176,12 @@ def test_compaction_is_flagged_and_stays_in_its_session(imported_corpus, corpus)
         for _, obj in json_lines(path):
             if obj.get("type") == "user" and obj.get("isCompactSummary"):
                 kind, session = journal.conn.execute(
-                    "SELECT kind, session_id FROM messages WHERE uuid = ?", (uuids.pack(obj["uuid"]),)).fetchall()[0]
+                    "SELECT kind, session_id FROM messages JOIN session_numbers ON number = session WHERE uuid = ?", (uuids.pack(obj["uuid"]),)).fetchall()[0]
                 assert (kind, session) == (t.COMPACT_SUMMARY, obj["sessionId"])
                 summaries += 1
             elif obj.get("type") == "system" and obj.get("subtype") == "compact_boundary":
                 kind, session = journal.conn.execute(
-                    "SELECT kind, session_id FROM messages WHERE uuid = ?", (uuids.pack(obj["uuid"]),)).fetchall()[0]
+                    "SELECT kind, session_id FROM messages JOIN session_numbers ON number = session WHERE uuid = ?", (uuids.pack(obj["uuid"]),)).fetchall()[0]
                 assert (kind, session) == (t.COMPACT_BOUNDARY, obj["sessionId"])
                 boundaries += 1
     assert summaries > 0 and boundaries > 0
@@ -202,7 +202,7 @@ def test_summaries_name_a_session_only_when_their_leaf_is_in_the_same_file(impor
 def test_sequence_numbers_are_0_to_n_without_gaps(imported_corpus):
     journal, _ = imported_corpus
     by_session = collections.defaultdict(list)
-    for session_id, seq in journal.conn.execute("SELECT session_id, seq FROM messages ORDER BY session_id, seq"):
+    for session_id, seq in journal.conn.execute("SELECT session_id, seq FROM messages JOIN session_numbers ON number = session ORDER BY session_id, seq"):
         by_session[session_id].append(seq)
     next_seq = dict(journal.conn.execute("SELECT id, next_seq FROM sessions").fetchall())
     for session_id, seqs in by_session.items():
@@ -232,5 +232,5 @@ def test_reading_in_small_pieces_stores_what_one_read_stores(corpus, imported_co
     with Journal.open(str(tmp_path / "pieces.db")) as pieces:
         for path in files_of(corpus):
             writer.ingest_file(pieces.conn, str(path), chunk_bytes=4096)
-        query = "SELECT uuid, session_id, seq, role, kind, content, message_id FROM messages ORDER BY uuid"
+        query = "SELECT uuid, session_id, seq, role, kind, content, message_id FROM messages JOIN session_numbers ON number = session ORDER BY uuid"
         assert pieces.conn.execute(query).fetchall() == whole.conn.execute(query).fetchall()
