@@ -156,7 +156,7 @@ MODULES_ROOMS = {room(name) for name in MODULES}
 HOOK_PATH = {"claude_chats", "claude_chats.hook", "claude_chats.jsonl", "claude_chats.paths",
              "claude_chats.times", "claude_chats.transcript", "claude_chats.rawlines", "claude_chats.capture",
              "claude_chats.localstore", "claude_chats.localstore.db", "claude_chats.localstore.texts",
-             "claude_chats.localstore.uuids", "claude_chats.localstore.writer",
+             "claude_chats.localstore.uuids", "claude_chats.localstore.stamps", "claude_chats.localstore.writer",
              "claude_chats.localstore.recall", "claude_chats.localstore.hints",
              "claude_chats.sync", "claude_chats.sync.background", "claude_chats.sync.lock"}
 

@@ -20,7 +20,7 @@ import apsw
 import pytest
 
 from claude_chats import paths
-from claude_chats.localstore import db, uuids, vectors
+from claude_chats.localstore import db, stamps, uuids, vectors
 from tests.support.hooks import CHATS
 from tests.support.journals import OLD_KEPT_LINES
 from tests.support.on_disk import holding
@@ -135,6 +135,7 @@ def test_a_journal_from_before_migration_0007_is_rewritten_once_then_erased_in_p
     journal = paths.journal_path()
     conn = apsw.Connection(journal)   # back to what version 6 of the schema left: no option, no state
     uuids.register(conn)              # (its uuids as TEXT, as every version before 0013 wrote them)
+    stamps.register(conn)             # (and its times, as every version before 0015 wrote them)
     db._run_script(conn, OLD_KEPT_LINES)      # (nor the kept lines' session numbers of migration 0012)
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', 0); "
                  "DELETE FROM state WHERE key = 'erased_in_place'; "

@@ -37,7 +37,7 @@ def _pushed_in_clear(url):
     with Journal.open(paths.journal_path()) as journal:
         raw = {key: keptlines.read_line(journal.conn, session, key, created, line, packed)
                for key, session, created, line, packed in journal.conn.execute(
-                   "SELECT chats_uuid(key), n.session_id, created_at, line, packed FROM raw_lines "
+                   "SELECT chats_uuid(key), n.session_id, chats_time(created_at), line, packed FROM raw_lines "
                    "JOIN session_numbers n ON n.number = raw_lines.session WHERE line IS NOT NULL")}
     with psycopg.connect(url) as conn:
         for key, line in raw.items():

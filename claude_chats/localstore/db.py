@@ -9,7 +9,7 @@ import time
 
 import apsw
 
-from . import texts, uuids
+from . import stamps, texts, uuids
 
 MIGRATIONS_DIR = os.path.join(os.path.dirname(__file__), "migrations")
 BUSY_TIMEOUT_MS = 15_000
@@ -72,6 +72,7 @@ def connect(path, readonly=False, defer_heavy=False):
         conn = apsw.Connection(path, flags=flags)
         texts.register(conn)   # before the migrations: their triggers read the text through it
         uuids.register(conn)
+        stamps.register(conn)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         # temp_store MEMORY: a statement that fires triggers keeps its statement journal (the pages it changed,
         # for its own rollback) in memory. On a file, past 64 KB (4 of these pages) it spilled into a deleted
@@ -175,6 +176,7 @@ def migrate(conn, path=None, defer_heavy=False):
             if defer_heavy:
                 raise MigrationDeferred(name)
             with heavy_lock(path, name):
+                drop_leftovers(conn)   # (one an earlier migration left would stand in the way of a swap's name)
                 _apply(conn, index, name, heavy=True)
                 from .. import faults
 

@@ -93,7 +93,7 @@ def _local_sql(target, select, source="messages m"):
     sql = (f"SELECT {select} FROM {source} JOIN session_numbers n ON n.number = m.session "
            f"JOIN sessions s ON s.id = n.session_id WHERE {where}")
     if target.before:
-        sql += " AND coalesce(julianday(m.created_at) <= julianday(?), 1)"
+        sql += " AND coalesce(julianday(chats_time(m.created_at)) <= julianday(?), 1)"
         args.append(target.before)
     return sql, args
 
@@ -179,7 +179,7 @@ def _delete_kept_lines(conn, target):
     numbers = f"SELECT n.number FROM session_numbers n JOIN sessions s ON s.id = n.session_id WHERE {where}"
     sql = f"DELETE FROM raw_lines WHERE session IN ({numbers})"
     if target.before:
-        sql += " AND coalesce(julianday(created_at) <= julianday(?), 1)"
+        sql += " AND coalesce(julianday(chats_time(created_at)) <= julianday(?), 1)"
     conn.execute(sql, args + [target.before] if target.before else args)
 
 
@@ -316,7 +316,7 @@ def _rewrite_kept_lines(conn, clean, dry_run):
     """Kept transcript lines redacted inside their JSON strings; how many changed."""
     count, after = 0, 0
     while True:
-        rows = conn.execute("SELECT r.id, n.session_id, chats_uuid(r.key), r.created_at, r.line, r.packed FROM raw_lines r "
+        rows = conn.execute("SELECT r.id, n.session_id, chats_uuid(r.key), chats_time(r.created_at), r.line, r.packed FROM raw_lines r "
                             "JOIN session_numbers n ON n.number = r.session WHERE r.id > ? AND r.line IS NOT NULL "
                             "ORDER BY r.id LIMIT ?", (after, REWRITE_BATCH)).fetchall()
         if not rows:

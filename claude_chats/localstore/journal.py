@@ -122,7 +122,7 @@ class Journal:
         """``{conversation id: [(key, parent, line bytes or None)]}`` of the lines kept for restore of
         ``session_id`` and its subagents, each in order (``rawlines``: None is a link)."""
         rows = self.conn.execute(
-            "SELECT n.session_id, chats_uuid(r.key), r.parent, r.line, r.packed, r.created_at "
+            "SELECT n.session_id, chats_uuid(r.key), r.parent, r.line, r.packed, chats_time(r.created_at) "
             "FROM session_numbers n JOIN raw_lines r ON r.session = n.number "
             "WHERE n.session_id = ? "
             "OR n.session_id IN (SELECT id FROM sessions WHERE parent_session_id = ?) "
@@ -132,7 +132,7 @@ class Journal:
 
     def in_session_order(self):
         """(id, session_id, role, kind, created_at, content) of every message, session by session."""
-        return self.conn.execute("SELECT m.id, n.session_id, m.role, m.kind, m.created_at, chats_text(m.content) "
+        return self.conn.execute("SELECT m.id, n.session_id, m.role, m.kind, chats_time(m.created_at), chats_text(m.content) "
                                  "FROM messages m JOIN session_numbers n ON n.number = m.session "
                                  "ORDER BY n.session_id, m.seq").fetchall()
 
@@ -162,7 +162,7 @@ class Journal:
 _SESSION_COLUMNS = f"""s.id AS session_id, {db.session_name()} AS name,
     s.name AS custom_title, s.ai_title, s.summary, s.slug, s.parent_session_id, s.agent_id, s.project_path, s.git_branch,
     s.first_at, s.last_at, s.machine, s.next_seq AS message_count, s.entrypoint, s.machine_made"""
-_MESSAGE_COLUMNS = ("chats_uuid(uuid) AS uuid, seq, role, kind, chats_text(content) AS content, created_at, message_id, is_sidechain, "
+_MESSAGE_COLUMNS = ("chats_uuid(uuid) AS uuid, seq, role, kind, chats_text(content) AS content, chats_time(created_at) AS created_at, message_id, is_sidechain, "
                     "copy")
 
 

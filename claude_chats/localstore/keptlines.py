@@ -15,7 +15,7 @@ pack them.
 """
 
 from .. import rawlines
-from . import uuids
+from . import stamps, uuids
 from .db import NUMBER
 
 # the messages made from a line: a range of messages.uuid ('#' and '@' sort before 'A'), through its index
@@ -29,7 +29,7 @@ def pack_line(conn, session, key, created_at, raw):
     """``(blob, packed)``: the line packed referring to its messages' text and its row's own fields
     (``rawlines.refer_line``), or packed whole."""
     start = uuids.pack(key)   # (``after`` of the packed form: packed once)
-    texts = conn.execute(_TEXTS, (start, session, created_at, uuids.after(start))).fetchall() if key else []
+    texts = conn.execute(_TEXTS, (start, session, stamps.pack(created_at), uuids.after(start))).fetchall() if key else []
     marked = rawlines.refer_line(raw, texts, rawlines.own_values(key, session, created_at))
     if marked is None:
         return rawlines.pack(raw), 1

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from .. import rawlines, times
 from ..records import Conversation, Message, RawLine
-from . import counts, db, ftsparts, ivf, keptlines, texts, uuids, vectors
+from . import counts, db, ftsparts, ivf, keptlines, stamps, texts, uuids, vectors
 from .db import Immediate
 
 _CONVERSATION_SQL = f"""
@@ -142,7 +142,8 @@ def pack_raw_lines(conn, batch=PACK_BATCH):
                     continue
                 line = row[at["line"]]
                 row[at["line"]], row[at["packed"]] = (None, 1) if line is None else keptlines.pack_line(
-                    conn, names[row[at["session"]]], uuids.unpack(row[at["key"]]), row[at["created_at"]], line)
+                    conn, names[row[at["session"]]], uuids.unpack(row[at["key"]]), stamps.unpack(row[at["created_at"]]),
+                    line)
                 done += 1
             _write_again(conn, "raw_lines", insert, rows, at["id"])
 
@@ -188,7 +189,7 @@ def pack_old_texts(conn, now=None, batch=TEXTS_BATCH, on_step=None):
                     break
                 rows, changed = [list(r) for r in rows], 0
                 for row in rows:
-                    content, created = row[at[0]], row[at[1]]
+                    content, created = row[at[0]], stamps.unpack(row[at[1]])
                     if not isinstance(content, str):
                         continue
                     if created is not None and cutoff <= created <= ahead:
@@ -224,7 +225,7 @@ def refer_packed_lines(conn, at_most=REFER_PER_RUN, batch=PACK_BATCH):
     upto = int(db.get_state(conn, REFERRED_UPTO) or 0)
     seen = 0
     while seen < at_most:
-        rows = conn.execute("SELECT r.id, n.session_id, chats_uuid(r.key), r.created_at, r.line FROM raw_lines r "
+        rows = conn.execute("SELECT r.id, n.session_id, chats_uuid(r.key), chats_time(r.created_at), r.line FROM raw_lines r "
                             "JOIN session_numbers n ON n.number = r.session WHERE r.id > ? AND r.packed = 1 "
                             "AND r.line IS NOT NULL ORDER BY r.id LIMIT ?", (upto, min(batch, at_most - seen))).fetchall()
         if not rows:
@@ -250,7 +251,7 @@ def raw_line_rows(conn, limit=500, after_id=0):
     """The rows of the kept lines not yet in Postgres, oldest first (``id > after_id``): ``(id,
     session, key, seq, parent, line, created_at)``, the line as stored, or its bytes (unpacked) when it
     refers to its messages' text: Postgres gets every line whole."""
-    rows = conn.execute("SELECT r.id, n.session_id, chats_uuid(r.key), r.seq, r.parent, r.line, r.created_at, r.packed "
+    rows = conn.execute("SELECT r.id, n.session_id, chats_uuid(r.key), r.seq, r.parent, r.line, chats_time(r.created_at), r.packed "
                         "FROM raw_lines r JOIN session_numbers n ON n.number = r.session "
                         "WHERE r.synced = 0 AND r.id > ? ORDER BY r.id LIMIT ?", (after_id, limit)).fetchall()
     return [row[:7] if row[7] != rawlines.REFERRING else

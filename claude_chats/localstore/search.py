@@ -40,7 +40,7 @@ from ..search.core import (
     selective,
 )
 from ..times import iso
-from . import bm25, counts, db, fts, ftsparts, ivf, vectors
+from . import bm25, counts, db, fts, ftsparts, ivf, stamps, vectors
 from .fts import fts_match
 from .journal import Journal
 
@@ -466,7 +466,7 @@ class LocalSearch:
         return _session(self.journal.session(session_id))
 
     def messages(self, session_id, start, end, kinds, limit):
-        sql = (f"SELECT seq, role, kind, created_at, chats_text(content) FROM messages "
+        sql = (f"SELECT seq, role, kind, chats_time(created_at), chats_text(content) FROM messages "
                f"WHERE session = {db.NUMBER} AND seq >= ? "
                f"AND seq <= ? AND kind IN ({','.join('?' * len(kinds))}) ORDER BY seq LIMIT ?")
         rows = self.conn.execute(sql, (session_id, start, 1 << 62 if end is None else end, *kinds, limit))
@@ -482,7 +482,8 @@ class LocalSearch:
 _HIT_NAMES = ("session_id", "session_name", "project_path", "git_branch", "role", "kind", "seq", "timestamp",
               "uuid", "content", "is_subagent")
 _HIT_COLUMNS = (f"n.session_id, {db.session_name()}, s.project_path, s.git_branch, "
-                "m.role, m.kind, m.seq, m.created_at, chats_uuid(m.uuid), chats_text(m.content), s.agent_id IS NOT NULL")
+                "m.role, m.kind, m.seq, chats_time(m.created_at), chats_uuid(m.uuid), chats_text(m.content), "
+                "s.agent_id IS NOT NULL")
 
 
 def _session(row):
@@ -526,11 +527,12 @@ def _only_kinds(filters):
                 or not filters.include_subagents or filters.origin == "machine")
 
 
-# A message's time as UTC text (``2026-01-01T07:00:00.000Z``), comparable as text. Transcripts
-# write their own offset (``12:00:00.000+05:00``) or none at all; Claude Code's own form, already
-# UTC with milliseconds, is taken as it is (strftime costs about 0.7 µs a row, this 0.2).
-UTC_CREATED = ("(CASE WHEN length(m.created_at) = 24 AND substr(m.created_at, 24) = 'Z' THEN m.created_at "
-               "ELSE strftime('%Y-%m-%dT%H:%M:%fZ', m.created_at) END)")
+# A message's time as milliseconds since the epoch, comparable as numbers: Claude Code's own form
+# (``2026-01-01T07:00:00.000Z``) is stored so (``stamps``: journal migration 0016) and taken as it is;
+# the times transcripts write with their own offset (``12:00:00.000+05:00``) or none at all stay text,
+# made UTC by strftime (always four digits of year and three of milliseconds, so ``stamps.pack`` takes it).
+UTC_CREATED = ("(CASE WHEN typeof(m.created_at) = 'integer' THEN m.created_at "
+               "ELSE chats_pack_time(strftime('%Y-%m-%dT%H:%M:%fZ', m.created_at)) END)")
 
 
 def _bound(moment):
@@ -556,8 +558,8 @@ def _filters(filters):
         where.append("(s.project_path = ? OR substr(s.project_path, 1, ?) = ?)")
         args += [filters.project_path, len(prefix), prefix]
     for condition, value in ((f"m.session = {db.NUMBER}", filters.session_id), ("m.role = ?", filters.role),
-                             (f"{UTC_CREATED} >= ?", _bound(filters.since)),
-                             (f"{UTC_CREATED} < ?", _bound(filters.until))):
+                             (f"{UTC_CREATED} >= ?", stamps.pack(_bound(filters.since))),
+                             (f"{UTC_CREATED} < ?", stamps.pack(_bound(filters.until)))):
         if value is not None:
             where.append(condition)
             args.append(value)

@@ -238,7 +238,7 @@ def unembedded(conn, space_id, after_id=0, limit=500, skip_kinds=()):
     """Messages already pushed (``synced``) that have no vector in the space, oldest first
     (``id > after_id``), as rows like ``Journal.pending``'s: the space is newer than their push.
     Messages of ``skip_kinds`` (kinds the space embeds nothing of) are not asked for."""
-    cur = conn.execute(f"SELECT m.id, chats_uuid(m.uuid), m.seq, m.role, m.kind, chats_text(m.content), m.created_at, "
+    cur = conn.execute(f"SELECT m.id, chats_uuid(m.uuid), m.seq, m.role, m.kind, chats_text(m.content), chats_time(m.created_at), "
                        f"m.message_id, m.is_sidechain, m.copy, (SELECT n.session_id FROM session_numbers n "
                        f"WHERE n.number = m.session) {_UNEMBEDDED} ORDER BY m.id LIMIT ?",
                        (after_id, json.dumps(list(skip_kinds)), space_id, limit))

@@ -16,7 +16,7 @@ import time
 
 from .. import jsonl, rawlines, transcript
 from ..times import now_iso
-from . import texts, uuids
+from . import stamps, texts, uuids
 from .db import NUMBER, Immediate, get_state, set_state
 
 CHUNK_BYTES = 8 << 20   # import reads big files in pieces so the write lock is held briefly
@@ -291,7 +291,8 @@ def _store(conn, result, file_id, stats, machine):
         stats.sessions.update(sessions)
         numbers = {sid: session_number(conn, sid) for sid in sessions}
         _insert_messages(conn, [(uuids.pack(key), numbers[r.session_id], seq, r.role, r.kind,
-                                 clean(r.text) if clean else r.text, r.timestamp, r.message_id, int(r.is_sidechain),
+                                 clean(r.text) if clean else r.text, stamps.pack(r.timestamp), r.message_id,
+                                 int(r.is_sidechain),
                                  file_id, int(copy))
                                 for r, seq, key, copy in records])
         stats.messages += len(records)
@@ -412,9 +413,10 @@ def _keep_lines(conn, lines, clean, pack=None):
         if raw is not None and clean:
             raw = rawlines.redact_line(raw, clean)
         if raw is not None and pack is not None:
-            rows.append((number, number, uuids.pack(key), parent, *pack(conn, session, key, stamp, raw), stamp))
+            rows.append((number, number, uuids.pack(key), parent, *pack(conn, session, key, stamp, raw),
+                         stamps.pack(stamp)))
         else:
-            rows.append((number, number, uuids.pack(key), parent, raw, int(raw is None), stamp))
+            rows.append((number, number, uuids.pack(key), parent, raw, int(raw is None), stamps.pack(stamp)))
     conn.executemany(_KEEP_LINE, rows)
 
 
@@ -494,7 +496,7 @@ def record_final_answer(conn, session_id, text, stats, project_path=None, machin
         conn.execute("INSERT INTO messages (uuid, session, seq, role, kind, content, created_at) "
                      "VALUES (?, ?, ?, 'assistant', ?, ?, ?)",
                      (f"stop:{session_id}:{seq}", session_number(conn, session_id), seq, transcript.TEXT, content,
-                      stamp))
+                      stamps.pack(stamp)))
         conn.execute("INSERT INTO final_answers (message_id) VALUES (?)", (conn.last_insert_rowid(),))
         conn.execute("UPDATE sessions SET next_seq = ?, last_at = max(coalesce(last_at, ''), ?), updated_at = ? "
                      "WHERE id = ?", (seq + 1, stamp, stamp, session_id))

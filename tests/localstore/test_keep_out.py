@@ -26,7 +26,7 @@ def _texts(conn, session=SESSION):
 def _kept(conn):
     return [(key, parent, None if line is None else keptlines.read_line(conn, session, key, created, line, packed))
             for session, key, parent, line, packed, created in conn.execute(
-                "SELECT n.session_id, key, parent, line, packed, created_at FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session ORDER BY seq")]
+                "SELECT n.session_id, key, parent, line, packed, chats_time(created_at) FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session ORDER BY seq")]
 
 
 def _turn(prompt, answer, uid, parent=None):

@@ -25,7 +25,7 @@ def _encode(*objs):
 
 
 def _rows(conn):
-    return conn.execute("SELECT n.session_id, chats_uuid(key), created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE line IS NOT NULL "
+    return conn.execute("SELECT n.session_id, chats_uuid(key), chats_time(created_at), line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE line IS NOT NULL "
                         "ORDER BY id").fetchall()
 
 

@@ -153,7 +153,7 @@ def test_a_line_whose_message_is_gone_is_an_error_never_another_text(empty_journ
     other.write_bytes(_encode(lines.user(f"{LONG} two", uid="u-2", session="sess-2")))
     assert not empty_journal.import_files([str(path), str(other)]).errors
     conn = empty_journal.conn
-    (mine, key, created, line), = conn.execute("SELECT m.id, r.key, r.created_at, r.line FROM raw_lines r "
+    (mine, key, created, line), = conn.execute("SELECT m.id, r.key, chats_time(r.created_at), r.line FROM raw_lines r "
                                                "JOIN messages m ON m.uuid = r.key "
                                  "WHERE r.session = (SELECT number FROM session_numbers "
                                  "WHERE session_id = 'sess-1')").fetchall()
@@ -180,7 +180,7 @@ def test_the_bound_holds_for_the_line_rebuilt(empty_journal, tmp_path):
     path.write_bytes(_encode(lines.user("x" * 5000, uid="u-1")))
     assert not empty_journal.import_files([str(path)]).errors
     conn = empty_journal.conn
-    row, = conn.execute("SELECT n.session_id, key, created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session").fetchall()
+    row, = conn.execute("SELECT n.session_id, key, chats_time(created_at), line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session").fetchall()
     assert len(rawlines.unpack_referring(row[3])) < 1000
     with pytest.raises(rawlines.UnpackError, match="more than 2000 bytes"):
         keptlines.read_line(conn, *row, limit=2000)

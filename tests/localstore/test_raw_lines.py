@@ -39,7 +39,7 @@ def _rows(journal, session):
     return [(key, parent, None if line is None else keptlines.read_line(journal.conn, session, key, created, line,
                                                                          packed))
             for key, parent, line, packed, created in journal.conn.execute(
-                "SELECT chats_uuid(key), parent, line, packed, created_at FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE n.session_id = ? "
+                "SELECT chats_uuid(key), parent, line, packed, chats_time(created_at) FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE n.session_id = ? "
                 "ORDER BY seq",
                 (session,))]
 
@@ -72,7 +72,7 @@ def test_restored_lines_are_the_original_bytes_and_compressed(empty_journal):
     assert empty_journal.conn.execute("SELECT count(*) FROM raw_lines WHERE packed = 0").fetchall()[0][0] == 0
     total = stored = 0
     for session, key, created, line, packed in empty_journal.conn.execute(
-            "SELECT n.session_id, chats_uuid(key), created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE line IS NOT NULL"):
+            "SELECT n.session_id, chats_uuid(key), chats_time(created_at), line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE line IS NOT NULL"):
         raw = keptlines.read_line(empty_journal.conn, session, key, created, line, packed)
         json.loads(raw)
         total, stored = total + len(raw), stored + len(line)

@@ -33,7 +33,7 @@ OLD_LAYOUT = OLD_KEPT_LINES + f"""
 DELETE FROM migrations WHERE name >= '{MIGRATION}';
 PRAGMA user_version = {BEFORE};
 """
-ROWS = ("SELECT r.id, n.session_id, r.seq, chats_uuid(r.key), r.parent, r.line, r.packed, r.created_at, r.synced "
+ROWS = ("SELECT r.id, n.session_id, r.seq, chats_uuid(r.key), r.parent, r.line, r.packed, chats_time(r.created_at), r.synced "
         "FROM raw_lines r JOIN session_numbers n ON n.number = r.session ORDER BY r.id")
 OLD_ROWS = "SELECT id, session_id, seq, key, parent, line, packed, created_at, synced FROM raw_lines ORDER BY id"
 
@@ -115,7 +115,7 @@ def _payload(folder, session="sess-later"):
 def _recorded(path, session):
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        if db.user_version(conn) < db.migration_files().index("0015_messages_session_numbers.sql"):
+        if db.user_version(conn) < db.migration_files().index("0015_session_numbers_and_times.sql"):
             return conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session,)).fetchall()[0][0]
         return conn.execute(f"SELECT count(*) FROM messages WHERE session = {db.NUMBER}", (session,)).fetchall()[0][0]
     finally:

@@ -202,9 +202,10 @@ def hash_embedder():
 
 # The kept lines put back in the layout journal migration 0012 found them in (a session id in each row), for
 # the tests of a journal from before it
-# The messages in the layout journal migration 0015 found them in (a session id in each row, no number): run
-# with ``db._run_script`` (its ``-- swap``), outside a transaction (the foreign keys are off meanwhile)
-OLD_MESSAGES = """
+# The messages and kept lines in the layout journal migration 0015 found them in (a session id in each
+# message, no number; times as TEXT): run with ``db._run_script`` (its ``-- swap``), outside a transaction (the
+# foreign keys are off meanwhile)
+OLD_NUMBERS_AND_TIMES = """
 PRAGMA foreign_keys = OFF;
 CREATE TABLE messages_old (
     id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE,
@@ -212,16 +213,23 @@ CREATE TABLE messages_old (
     kind TEXT NOT NULL, content TEXT NOT NULL, created_at TEXT, message_id TEXT, is_sidechain INTEGER NOT NULL DEFAULT 0,
     file_id INTEGER REFERENCES transcripts(id) ON DELETE SET NULL,
     synced INTEGER NOT NULL DEFAULT 0, copy INTEGER NOT NULL DEFAULT 0, UNIQUE (session_id, seq));
-INSERT INTO messages_old SELECT m.id, m.uuid, n.session_id, m.seq, m.role, m.kind, m.content, m.created_at,
+INSERT INTO messages_old SELECT m.id, m.uuid, n.session_id, m.seq, m.role, m.kind, m.content, chats_time(m.created_at),
     m.message_id, m.is_sidechain, m.file_id, m.synced, m.copy FROM messages m JOIN session_numbers n ON n.number = m.session;
 -- swap messages_old for messages
 DROP TABLE messages_before;
+CREATE TABLE raw_lines_old (
+    id INTEGER PRIMARY KEY, session INTEGER NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, parent TEXT, line BLOB,
+    packed INTEGER NOT NULL DEFAULT 0, created_at TEXT, synced INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (session, key), UNIQUE (session, seq));
+INSERT INTO raw_lines_old SELECT id, session, seq, key, parent, line, packed, chats_time(created_at), synced FROM raw_lines;
+-- swap raw_lines_old for raw_lines
+DROP TABLE raw_lines_before;
 DELETE FROM session_numbers WHERE number NOT IN (SELECT session FROM raw_lines);
 PRAGMA foreign_keys = ON;
 """
 
 # A journal's uuids and keys as TEXT, as before migration 0013 (``localstore.uuids``): with ``db._run_script``
-OLD_UUIDS = OLD_MESSAGES + """
+OLD_UUIDS = OLD_NUMBERS_AND_TIMES + """
 UPDATE messages SET uuid = chats_uuid(uuid) WHERE typeof(uuid) = 'blob';
 UPDATE raw_lines SET key = chats_uuid(key) WHERE typeof(key) = 'blob';
 """
@@ -245,7 +253,7 @@ def kept_line_bytes(conn, where="line IS NOT NULL", args=()):
     """The bytes of the journal's kept lines (``raw_lines`` rows matching ``where``, in their order), as
     ``chats restore`` reads them: a line that refers to its messages' text with the texts put back."""
     return [keptlines.read_line(conn, *row) for row in conn.execute(
-        f"SELECT n.session_id, chats_uuid(key), created_at, line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE {where} "
+        f"SELECT n.session_id, chats_uuid(key), chats_time(created_at), line, packed FROM raw_lines JOIN session_numbers n ON n.number = raw_lines.session WHERE {where} "
         "ORDER BY n.session_id, seq",
         args)]
 

@@ -1,9 +1,11 @@
-"""Journal migration 0015: a message names its conversation by its number (``session_numbers``).
+"""Journal migration 0015: a message names its conversation by its number (``session_numbers``), and
+messages and kept lines keep their times as integers (``stamps``).
 
-A journal of the layout before (written by this code, synced, its messages put back in the old table by
-hand) is migrated: every message the same, found by the same searches, its triggers and the other tables'
-references to it as they were (a deleted message still takes its vectors and counts with it), fewer bytes.
-A kill -9 in the middle leaves the journal as it was; a purge leaves no number of what it erased.
+A journal of the layout before (written by this code, synced, its messages and kept lines put back in the
+old tables by hand) is migrated: every message and kept line the same, found by the same searches, read
+back by restore byte for byte, the triggers and the other tables' references to messages as they were (a
+deleted message still takes its vectors and counts with it), fewer bytes. A kill -9 in the middle leaves
+the journal as it was; a purge leaves no number of what it erased.
 """
 
 import os
@@ -14,30 +16,33 @@ import apsw
 import pytest
 
 from claude_chats import faults, paths
-from claude_chats.localstore import db, erase, texts, uuids, writer
+from claude_chats.localstore import db, erase, stamps, texts, uuids, writer
 from claude_chats.localstore.journal import Journal
 from tests.support.fakes import HashEmbedder
-from tests.support.journals import OLD_MESSAGES, fulltext, sync_corpus, write_corpus
+from tests.support.journals import OLD_NUMBERS_AND_TIMES, fulltext, kept_line_bytes, sync_corpus, write_corpus
 
-MIGRATION = "0015_messages_session_numbers.sql"
+MIGRATION = "0015_session_numbers_and_times.sql"
 BEFORE = db.migration_files().index(MIGRATION)
-OLD_LAYOUT = OLD_MESSAGES + f"""
+OLD_LAYOUT = OLD_NUMBERS_AND_TIMES + f"""
 DELETE FROM migrations WHERE name >= '{MIGRATION}';
 PRAGMA user_version = {BEFORE};
 """
-MESSAGES = ("SELECT m.id, chats_uuid(m.uuid), n.session_id, m.seq, m.role, m.kind, chats_text(m.content), m.created_at, "
+MESSAGES = ("SELECT m.id, chats_uuid(m.uuid), n.session_id, m.seq, m.role, m.kind, chats_text(m.content), "
+            "chats_time(m.created_at), "
             "m.message_id, m.is_sidechain, m.file_id, m.synced, m.copy FROM messages m "
             "JOIN session_numbers n ON n.number = m.session ORDER BY m.id")
 OLD_MESSAGE_ROWS = MESSAGES.replace("n.session_id", "m.session_id").replace(
     "JOIN session_numbers n ON n.number = m.session ", "")
 SCHEMA = "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT GLOB 'messages_*' " \
          "AND name != 'messages' ORDER BY name"
+LINES = "SELECT id, session, seq, chats_uuid(key), parent, line, packed, chats_time(created_at), synced FROM raw_lines"
 TRIGGERS = "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY name"
 
 
 def old_journal(folder, big=False):
     """The corpus imported and synced (vectors in the journal) by this code, its messages put back in the
-    layout before 0015; ``(path, messages, schema of the other tables, triggers on messages, search hits)``."""
+    layout before 0015; ``(path, messages, kept lines, what restore reads, schema of the other tables, triggers on
+    messages, search hits)``."""
     path = paths.journal_path()
     with Journal.open(path) as journal:
         assert not journal.import_files(write_corpus(folder / "projects")).errors
@@ -46,11 +51,12 @@ def old_journal(folder, big=False):
         if big:   # the migration's size query reads the highest id, not a count
             conn.execute("INSERT INTO messages (id, uuid, session, seq, role, kind, content) "
                          "SELECT 20001, 'filler', session, 999, 'user', 'text', 'filler' FROM messages LIMIT 1")
-        state = (conn.execute(MESSAGES).fetchall(), conn.execute(SCHEMA).fetchall(), conn.execute(TRIGGERS).fetchall(),
-                 _hits(journal))
+        state = (conn.execute(MESSAGES).fetchall(), conn.execute(LINES).fetchall(), kept_line_bytes(conn),
+                 conn.execute(SCHEMA).fetchall(), conn.execute(TRIGGERS).fetchall(), _hits(journal))
         db._run_script(conn, OLD_LAYOUT)
         assert "session_id" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages'").fetchall()[0][0]
-        assert conn.execute(TRIGGERS).fetchall() == state[2]
+        assert conn.execute(TRIGGERS).fetchall() == state[4]
+        assert conn.execute("SELECT count(*) FROM messages WHERE typeof(created_at) = 'integer'").fetchall() == [(0,)]
     return (path, *state)
 
 
@@ -63,6 +69,7 @@ def _raw(path):
     conn = apsw.Connection(path)
     texts.register(conn)
     uuids.register(conn)
+    stamps.register(conn)
     return conn
 
 
@@ -71,7 +78,7 @@ def _bytes(conn, name):
 
 
 def test_the_migration_keeps_every_message_trigger_and_reference_in_fewer_bytes(tmp_path):
-    path, messages, schema, triggers, hits = old_journal(tmp_path)
+    path, messages, lines, restored, schema, triggers, hits = old_journal(tmp_path)
     conn = _raw(path)
     old_rows = conn.execute(OLD_MESSAGE_ROWS).fetchall()
     old_index = _bytes(conn, "sqlite_autoindex_messages_2")
@@ -81,6 +88,11 @@ def test_the_migration_keeps_every_message_trigger_and_reference_in_fewer_bytes(
         conn = journal.conn
         assert db.user_version(conn) == len(db.migration_files())
         assert conn.execute(MESSAGES).fetchall() == messages
+        assert conn.execute(LINES).fetchall() == lines and kept_line_bytes(conn) == restored
+        for table in ("messages", "raw_lines"):   # every time in Claude Code's form is a number now, and only those
+            assert conn.execute(f"SELECT typeof(created_at), count(*) FROM {table} WHERE created_at IS NOT NULL "
+                                "GROUP BY 1").fetchall() == [("integer", conn.execute(
+                                    f"SELECT count(*) FROM {table} WHERE created_at IS NOT NULL").fetchall()[0][0])]
         assert conn.execute(TRIGGERS).fetchall() == triggers     # made again on the new table, as they were
         assert conn.execute(SCHEMA).fetchall() == schema         # chunks still refer to "messages", ...
         assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_before'").fetchall()
