@@ -188,7 +188,7 @@ def migrate(conn, path=None, defer_heavy=False):
                 drop_leftovers(conn)
 
 
-LEFTOVERS = ("raw_lines_before", "messages_before")   # tables a heavy migration leaves, to drop after its commit
+LEFTOVERS = ("raw_lines_before", "messages_before", "sessions_before")   # tables a heavy migration leaves, to drop after its commit
 
 
 def drop_leftovers(conn):

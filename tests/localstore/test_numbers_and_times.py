@@ -35,6 +35,7 @@ OLD_MESSAGE_ROWS = MESSAGES.replace("n.session_id", "m.session_id").replace(
     "JOIN session_numbers n ON n.number = m.session ", "")
 SCHEMA = "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT GLOB 'messages_*' " \
          "AND name != 'messages' ORDER BY name"
+SESSIONS = "SELECT * FROM sessions ORDER BY id"
 LINES = "SELECT id, session, seq, chats_uuid(key), parent, line, packed, chats_time(created_at), synced FROM raw_lines"
 TRIGGERS = "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY name"
 
@@ -42,7 +43,7 @@ TRIGGERS = "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_n
 def old_journal(folder, big=False):
     """The corpus imported and synced (vectors in the journal) by this code, its messages put back in the
     layout before 0015; ``(path, messages, kept lines, what restore reads, schema of the other tables, triggers on
-    messages, search hits)``."""
+    messages, search hits, sessions)``."""
     path = paths.journal_path()
     with Journal.open(path) as journal:
         assert not journal.import_files(write_corpus(folder / "projects")).errors
@@ -51,11 +52,13 @@ def old_journal(folder, big=False):
         if big:   # the migration's size query reads the highest id, not a count
             conn.execute("INSERT INTO messages (id, uuid, session, seq, role, kind, content) "
                          "SELECT 20001, 'filler', session, 999, 'user', 'text', 'filler' FROM messages LIMIT 1")
+        sessions = conn.execute(SESSIONS).fetchall()
         state = (conn.execute(MESSAGES).fetchall(), conn.execute(LINES).fetchall(), kept_line_bytes(conn),
-                 conn.execute(SCHEMA).fetchall(), conn.execute(TRIGGERS).fetchall(), _hits(journal))
+                 conn.execute(SCHEMA).fetchall(), conn.execute(TRIGGERS).fetchall(), _hits(journal), sessions)
         db._run_script(conn, OLD_LAYOUT)
         assert "session_id" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages'").fetchall()[0][0]
-        assert conn.execute(TRIGGERS).fetchall() == state[4]
+        assert conn.execute(TRIGGERS).fetchall() == state[4] and conn.execute(SESSIONS).fetchall() == sessions
+        assert "WITHOUT ROWID" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'sessions'").fetchall()[0][0]
         assert conn.execute("SELECT count(*) FROM messages WHERE typeof(created_at) = 'integer'").fetchall() == [(0,)]
     return (path, *state)
 
@@ -78,7 +81,7 @@ def _bytes(conn, name):
 
 
 def test_the_migration_keeps_every_message_trigger_and_reference_in_fewer_bytes(tmp_path):
-    path, messages, lines, restored, schema, triggers, hits = old_journal(tmp_path)
+    path, messages, lines, restored, schema, triggers, hits, sessions = old_journal(tmp_path)
     conn = _raw(path)
     old_rows = conn.execute(OLD_MESSAGE_ROWS).fetchall()
     old_index = _bytes(conn, "sqlite_autoindex_messages_2")
@@ -94,6 +97,9 @@ def test_the_migration_keeps_every_message_trigger_and_reference_in_fewer_bytes(
                                 "GROUP BY 1").fetchall() == [("integer", conn.execute(
                                     f"SELECT count(*) FROM {table} WHERE created_at IS NOT NULL").fetchall()[0][0])]
         assert conn.execute(TRIGGERS).fetchall() == triggers     # made again on the new table, as they were
+        assert conn.execute(SESSIONS).fetchall() == sessions
+        assert conn.execute("SELECT sql FROM sqlite_master WHERE name = 'sessions'").fetchall()[0][0].endswith(
+            "WITHOUT ROWID")
         assert conn.execute(SCHEMA).fetchall() == schema         # chunks still refer to "messages", ...
         assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_before'").fetchall()
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []

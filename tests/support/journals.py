@@ -224,6 +224,14 @@ CREATE TABLE raw_lines_old (
 INSERT INTO raw_lines_old SELECT id, session, seq, key, parent, line, packed, chats_time(created_at), synced FROM raw_lines;
 -- swap raw_lines_old for raw_lines
 DROP TABLE raw_lines_before;
+CREATE TABLE sessions_old (
+    id TEXT PRIMARY KEY, parent_session_id TEXT, agent_id TEXT, project_path TEXT, git_branch TEXT, name TEXT,
+    agent_name TEXT, summary TEXT, slug TEXT, first_at TEXT, last_at TEXT, machine TEXT,
+    next_seq INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL, synced_at TEXT, ai_title TEXT, entrypoint TEXT,
+    machine_made INTEGER NOT NULL DEFAULT 0);
+INSERT INTO sessions_old SELECT * FROM sessions;
+-- swap sessions_old for sessions
+DROP TABLE sessions_before;
 DELETE FROM session_numbers WHERE number NOT IN (SELECT session FROM raw_lines);
 PRAGMA foreign_keys = ON;
 """

@@ -10,8 +10,12 @@
 --   Code's own form (`2026-01-16T07:41:27.935Z`; `localstore/stamps.py`): 25 bytes as TEXT in every
 --   message and every kept line. Readers take the text through `chats_time`, writers bind `stamps.pack`.
 --   The column has no declared type now: a TEXT column turns every integer it is given into text.
+-- * `sessions` becomes a WITHOUT ROWID table, clustered on its id: a reader's join from a message to
+--   its session's row (its project, its origin) is one lookup there after the one in `session_numbers`,
+--   as it was one through `sessions`' index and one in its table before (a full-text search at 1M: 10.3
+--   against 11.3 ms p50 with the extra lookup, 11.2 before this migration).
 --
--- Both tables are written again (`<table>_new`, by 50,000 ids a statement: see 0013) and take the old
+-- The three tables are written again (`<table>_new`; messages and kept lines by 50,000 ids a statement: see 0013) and take the old
 -- ones' places (`-- swap`, `db._swap`: their triggers and indexes made again as they were, the foreign
 -- keys off meanwhile). The old tables are dropped after the commit (`db.LEFTOVERS`). One transaction:
 -- a kill leaves the journal as it was. Heavy: the hook hands its turn over rather than wait (see 0012).
@@ -56,3 +60,29 @@ CREATE TABLE raw_lines_new (
 -- each 50000 ids of raw_lines:
 INSERT INTO raw_lines_new (id, session, seq, key, parent, line, packed, created_at, synced) SELECT id, session, seq, key, parent, line, packed, chats_pack_time(created_at), synced FROM raw_lines WHERE id > ?1 AND id <= ?2 ORDER BY id;
 -- swap raw_lines_new for raw_lines
+
+CREATE TABLE sessions_new (
+    id                TEXT PRIMARY KEY,   -- Claude Code session id; subagents: "<parent>:agent-<id>"
+    parent_session_id TEXT,               -- subagents: the session that started them
+    agent_id          TEXT,
+    project_path      TEXT,               -- cwd of the session
+    git_branch        TEXT,
+    name              TEXT,               -- /rename custom title (last one wins)
+    agent_name        TEXT,
+    summary           TEXT,               -- Claude Code 'summary' line whose leaf is in the same file
+    slug              TEXT,
+    first_at          TEXT,               -- ISO-8601 timestamps of the first / last message
+    last_at           TEXT,
+    machine           TEXT,
+    next_seq          INTEGER NOT NULL DEFAULT 0,
+    updated_at        TEXT NOT NULL,      -- changes when name/summary/branch change (sync pushes it)
+    synced_at         TEXT,               -- last time this row reached Postgres (NULL: never)
+    ai_title          TEXT,
+    entrypoint        TEXT,
+    machine_made      INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+INSERT INTO sessions_new (id, parent_session_id, agent_id, project_path, git_branch, name, agent_name, summary, slug, first_at, last_at, machine, next_seq, updated_at, synced_at, ai_title, entrypoint, machine_made)
+SELECT id, parent_session_id, agent_id, project_path, git_branch, name, agent_name, summary, slug, first_at, last_at, machine, next_seq, updated_at, synced_at, ai_title, entrypoint, machine_made
+FROM sessions WHERE id IS NOT NULL ORDER BY id;   -- (a rowid table's PRIMARY KEY lets a NULL in: no writer stores one)
+-- swap sessions_new for sessions
