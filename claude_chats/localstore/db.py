@@ -211,6 +211,9 @@ def _apply(conn, index, name, heavy=False):
     swaps = any(line.startswith(SWAP) for line in script.splitlines())
     if swaps:   # (a no-op inside a transaction: set before it)
         conn.execute("PRAGMA foreign_keys = OFF")
+        if conn.execute("PRAGMA foreign_keys").fetchall()[0][0]:   # still on (a transaction was open): a rename
+            raise RuntimeError(f"{name} swaps a table: it runs with the foreign keys off, outside a transaction "
+                               "(else the other tables' references follow the old table to its new name)")
     try:
         with Immediate(conn):
             if user_version(conn) > index:
@@ -274,7 +277,8 @@ def _swap(conn, new, table):
     kept = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', 'trigger') "
                         "AND sql IS NOT NULL ORDER BY type, rowid", (table,)).fetchall()
     for kind, name, _sql in kept:
-        conn.execute(f'DROP {kind.upper()} "{name}"')
+        quoted = name.replace('"', '""')
+        conn.execute(f'DROP {kind.upper()} "{quoted}"')
     conn.execute("PRAGMA legacy_alter_table = ON")
     try:
         conn.execute(f"ALTER TABLE {table} RENAME TO {table}_before")

@@ -149,3 +149,18 @@ def test_a_purge_leaves_no_number_of_what_it_erased_and_the_next_turn_gets_one(t
     assert fresh != writer.session_number(conn, "sess-other")
     assert conn.execute("SELECT session_id FROM session_numbers WHERE number = ?", (fresh,)).fetchall() == \
         [("sess-new",)]
+
+
+def test_a_swap_inside_an_open_transaction_is_refused_before_anything_is_renamed(tmp_path):
+    """With a transaction open, ``PRAGMA foreign_keys = OFF`` does nothing, and a rename with them on would
+    take ``chunks``' and ``final_answers``' references along to the old table."""
+    path, messages, *_ = old_journal(tmp_path)
+    conn = _raw(path)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("BEGIN")
+    with pytest.raises(RuntimeError, match="foreign keys off"):
+        db._apply(conn, BEFORE, MIGRATION)
+    conn.execute("ROLLBACK")
+    assert db.user_version(conn) == BEFORE and conn.execute(OLD_MESSAGE_ROWS).fetchall() == messages
+    assert "REFERENCES messages(id)" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks'").fetchall()[0][0]
+    conn.close()
