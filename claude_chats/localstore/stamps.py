@@ -44,13 +44,26 @@ def unpack(value):
     if type(value) is not int:
         return value
     days, rest = divmod(value, DAY_MS)
-    year, month, day = _civil(days)
-    if not 0 <= year <= 9999:
-        raise _damaged(value)
+    date = _DATES.get(days)
+    if date is None:
+        date = _date(days, value)
     hour, rest = divmod(rest, 3_600_000)
     minute, rest = divmod(rest, 60_000)
     second, milli = divmod(rest, 1000)
-    return f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+    return f"{date}{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+
+
+_DATES = {}   # days -> "YYYY-MM-DDT": the rows a reader reads fall on few days (2.3 -> 1.4 us a time)
+
+
+def _date(days, value):
+    year, month, day = _civil(days)
+    if not 0 <= year <= 9999:
+        raise _damaged(value)
+    if len(_DATES) >= 4096:
+        _DATES.clear()
+    date = _DATES[days] = f"{year:04d}-{month:02d}-{day:02d}T"
+    return date
 
 
 def register(conn):

@@ -108,3 +108,14 @@ def test_a_time_filter_over_both_forms_selects_what_it_did_over_texts(empty_jour
     assert fulltext(empty_journal, "quince", until="2026-03-01T10:00:00Z") == []
     assert fulltext(empty_journal, "quince", since="2026-03-01T10:00:00.001Z") == []
     assert "chats_pack_time" in UTC_CREATED
+
+
+def test_the_dates_remembered_stay_exact_past_the_bound_of_what_is_remembered():
+    """``unpack`` keeps the text of the days it has written (a reader's rows fall on few days), up to a bound:
+    every time written after the memory was cleared is still its own."""
+    first = datetime(2020, 1, 1, 12, 34, 56, 789000, tzinfo=timezone.utc)
+    for n in range(3 * 4096):
+        moment = first + timedelta(days=n, milliseconds=n)
+        text = js_iso(moment)
+        assert stamps.unpack(stamps.pack(text)) == text
+    assert len(stamps._DATES) <= 4096
