@@ -348,10 +348,16 @@ def _note(text):
         pass
 
 
-# SQL for the number a conversation's messages and kept lines name it by (``session_numbers``, journal
-# migrations 0012 and 0015), from its id bound in its place: ``WHERE m.session = {NUMBER}``. None (no row
-# matches) for a conversation the journal does not hold.
-NUMBER = "(SELECT number FROM session_numbers WHERE session_id = ?)"
+def number_of(session_id):
+    """SQL for the number a conversation's messages and kept lines name it by (``session_numbers``, journal
+    migrations 0012 and 0015), from the SQL of its id: ``WHERE m.session = {number_of("s.id")}``. NULL (no
+    row matches) for a conversation the journal does not hold."""
+    return f"(SELECT number FROM session_numbers WHERE session_id = {session_id})"
+
+
+NUMBER = number_of("?")   # ... of the id bound in its place
+# From a message ``m`` to its session's row ``s``, through its number ``n`` (``sessions`` is clustered on its id)
+SESSION_OF = "JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id"
 
 
 def session_name(alias="s"):

@@ -33,7 +33,7 @@ import apsw
 from .. import rawlines, times
 from ..errors import ConfigError
 from . import ftsparts, keptlines, vectors, writer
-from .db import Immediate, get_state, set_state
+from .db import SESSION_OF, Immediate, get_state, number_of, set_state
 
 KINDS = ("session", "project")
 CHECKPOINT_TRIES = 20
@@ -83,15 +83,14 @@ class Target:
 
 
 _CHUNKS = "chunks c JOIN messages m ON m.id = c.message_id"
-_NUMBER_OF_SESSIONS = "(SELECT number FROM session_numbers WHERE session_id = sessions.id)"
+_NUMBER_OF_SESSIONS = number_of("sessions.id")
 _FILES = "transcripts t JOIN messages m ON m.file_id = t.id"
 
 
 def _local_sql(target, select, source="messages m"):
     """``SELECT select FROM source`` over the messages ``target`` covers (``m``: messages)."""
     where, args = target.session_filter("s.id", "s.parent_session_id", "s.project_path")
-    sql = (f"SELECT {select} FROM {source} JOIN session_numbers n ON n.number = m.session "
-           f"JOIN sessions s ON s.id = n.session_id WHERE {where}")
+    sql = f"SELECT {select} FROM {source} {SESSION_OF} WHERE {where}"
     if target.before:
         sql += " AND coalesce(julianday(chats_time(m.created_at)) <= julianday(?), 1)"
         args.append(target.before)

@@ -18,7 +18,7 @@ import apsw
 from .. import transcript
 from ..words import MATCH_ROWS, STOPWORDS, alnum_words, selective
 from . import ftsparts
-from .db import BUSY_TIMEOUT_MS, Immediate, Snapshot, session_name
+from .db import BUSY_TIMEOUT_MS, SESSION_OF, Immediate, Snapshot, session_name
 
 _SESSION_NAME = session_name()
 REDACT_MARGIN = 1000       # characters read and redacted past what is shown, as the MCP pages do (searcher)
@@ -95,8 +95,7 @@ def _recall_hints(conn, prompt, session_id, strength, found):
     rows = conn.execute(
         f"SELECT n.session_id, m.seq, -f.rank, chats_text(m.content), {_SESSION_NAME}, coalesce(s.last_at, s.first_at) "
         f"FROM ({ranked} ORDER BY rank LIMIT {HINT_ROWS}) f "
-        f"JOIN messages m ON m.id = f.rowid JOIN session_numbers n ON n.number = m.session "
-        f"JOIN sessions s ON s.id = n.session_id "
+        f"JOIN messages m ON m.id = f.rowid {SESSION_OF} "
         f"WHERE m.copy = 0 AND s.machine_made = 0 AND m.kind IN ({','.join('?' * len(HINT_KINDS))}) "
         f"AND n.session_id != ? "
         f"AND s.parent_session_id IS NOT ? ORDER BY f.rank LIMIT 40",   # (no session: '' names none)

@@ -16,12 +16,12 @@ pack them.
 
 from .. import rawlines
 from . import stamps, uuids
-from .db import NUMBER
+from .db import NUMBER, number_of
 
 # the messages made from a line: a range of messages.uuid ('#' and '@' sort before 'A'), through its index
 # ('+': left to itself, the planner walked the session's messages, 17 against 5 us a line on the shared corpus)
 _TEXTS = ("SELECT id, chats_text(content) FROM messages WHERE uuid >= ?1 AND uuid < ?4 "
-          "AND +session = (SELECT number FROM session_numbers WHERE session_id = ?2) AND created_at IS ?3")
+          f"AND +session = {number_of('?2')} AND created_at IS ?3")
 _BATCH = 500
 
 

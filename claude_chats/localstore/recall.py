@@ -27,7 +27,7 @@ something to say.
 """
 
 from .. import transcript
-from .db import NUMBER, session_name
+from .db import NUMBER, number_of, session_name
 from .hints import REDACT_MARGIN, SNIPPET_CHARS
 
 _SESSION_NAME = session_name()
@@ -69,7 +69,7 @@ def session_context(conn, session_id, source, redacted=True):
 
 
 STARTUP_PROMPT_CHARS = 100
-_NUMBER_OF_S = "(SELECT number FROM session_numbers WHERE session_id = s.id)"   # the number of the row ``s``
+_NUMBER_OF_S = number_of("s.id")   # the number of the row ``s``
 AGENT_MARK = ":agent-"   # in a subagent's session id (transcript.subagent_session_id)
 
 

@@ -241,8 +241,8 @@ class LocalSearch:
         cut, missing = [], self.scored_matches
         for table, floor in newest:
             rows = self.conn.execute(
-                f"SELECT f.rowid FROM {table} f JOIN messages m ON m.id = f.rowid JOIN session_numbers n "
-                f"ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
+                f"SELECT f.rowid FROM {table} f JOIN messages m ON m.id = f.rowid {db.SESSION_OF} "
+                f"WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
                 f"ORDER BY f.rowid DESC LIMIT ?", (match, floor, *args, missing)).fetchall()
             if len(rows) == missing:
                 return cut + [(table, rows[-1][0])]
@@ -282,7 +282,7 @@ class LocalSearch:
             f"AND rowid >= ? ORDER BY rank LIMIT ?)" for table, _ in cut)
         sql = (f"SELECT m.id, n.session_id, m.seq, f.rank FROM ({inner} ORDER BY rank LIMIT ?) f "
                f"JOIN messages m ON m.id = f.rowid "
-               f"JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
+               f"{db.SESSION_OF} WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
         parts = [x for _table, floor in cut for x in (match, floor, top)]
         return self.conn.execute(sql, (*parts, top, *args, limit)).fetchall()
 
@@ -297,9 +297,9 @@ class LocalSearch:
                 ranges.append([session, seq - NEIGHBOUR_SPAN, seq + NEIGHBOUR_SPAN])
         where, args = _filters(filters)
         rows = self.conn.execute(
-            f"SELECT n.session_id, m.seq, m.id FROM json_each(?) r "
-            f"JOIN messages m ON n.session_id = r.value ->> 0 AND m.seq BETWEEN r.value ->> 1 AND r.value ->> 2 "
-            f"JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {where}", (json.dumps(ranges), *args)).fetchall()
+            f"SELECT n.session_id, m.seq, m.id FROM json_each(?) r JOIN session_numbers n ON n.session_id = r.value ->> 0 "
+            f"JOIN messages m ON m.session = n.number AND m.seq BETWEEN r.value ->> 1 AND r.value ->> 2 "
+            f"JOIN sessions s ON s.id = n.session_id WHERE {where}", (json.dumps(ranges), *args)).fetchall()
         return {(session, seq): i for session, seq, i in rows}
 
     def semantic(self, plan):
@@ -337,7 +337,7 @@ class LocalSearch:
         s at 1M messages for a project and a date range, 33 ms read from the sessions."""
         tables = ("sessions s CROSS JOIN session_numbers n ON n.session_id = s.id CROSS JOIN messages m ON m.session = n.number "
                   "CROSS JOIN chunks c" if by_session
-                  else "messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id JOIN chunks c")
+                  else f"messages m {db.SESSION_OF} JOIN chunks c")
         sql = (f"SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM {tables} "
                f"ON c.message_id = m.id AND c.space_id = ? WHERE {where}" + (" LIMIT ?" if limit else ""))
         return self.conn.execute(sql, (space_id, *args, *((limit,) if limit else ()))).fetchall()
@@ -375,7 +375,7 @@ class LocalSearch:
         sql = (f"WITH knn AS (SELECT rowid, distance FROM {table} WHERE {column} MATCH ? AND k = ?) "
                f"SELECT c.message_id, n.session_id, {_similarity(metric, 'min(knn.distance)')} AS sim, "
                f"c.start_char, c.end_char FROM knn JOIN chunks c ON c.id = knn.rowid "
-               f"JOIN messages m ON m.id = c.message_id JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id WHERE {where} "
+               f"JOIN messages m ON m.id = c.message_id {db.SESSION_OF} WHERE {where} "
                f"GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
         return self.conn.execute(sql, (_blob(vector), knn, *args, limit)).fetchall()
 
@@ -388,7 +388,7 @@ class LocalSearch:
         against 2.2 ms a warm search). The rows are those of reading every chunk at once: each chunk's
         look-up does not depend on the others."""
         sql = (f"SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM chunks c "
-               f"JOIN messages m ON m.id = c.message_id JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
+               f"JOIN messages m ON m.id = c.message_id {db.SESSION_OF} "
                f"WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
         ids, similarities = ids.tolist(), similarities.tolist()
         rows, seen, start, batch = [], set(), 0, PRESELECT_BATCH
@@ -409,7 +409,7 @@ class LocalSearch:
     def _exact(self, table, column, metric, vector, space_id, where, args, limit):
         distance = "vec_distance_cosine" if metric == "cosine" else "vec_distance_l2"
         sql = (f"SELECT c.message_id, n.session_id, {_similarity(metric, f'min({distance}(v.{column}, ?))')} AS sim, "
-               f"c.start_char, c.end_char FROM messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
+               f"c.start_char, c.end_char FROM messages m {db.SESSION_OF} "
                f"JOIN chunks c ON c.message_id = m.id AND c.space_id = ? JOIN {table} v ON v.rowid = c.id "
                f"WHERE {where} GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
         return self.conn.execute(sql, (_blob(vector), space_id, *args, limit)).fetchall()
@@ -453,7 +453,7 @@ class LocalSearch:
         if not keys:
             return {}
         rows = self.conn.execute(
-            f"SELECT m.id, {_HIT_COLUMNS} FROM messages m JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id "
+            f"SELECT m.id, {_HIT_COLUMNS} FROM messages m {db.SESSION_OF} "
             "WHERE m.id IN (SELECT value FROM json_each(?))", (json.dumps(list(keys)),)).fetchall()
         return {row[0]: dict(zip(_HIT_NAMES, row[1:])) for row in rows}
 
@@ -528,7 +528,7 @@ def _only_kinds(filters):
 
 
 # A message's time as milliseconds since the epoch, comparable as numbers: Claude Code's own form
-# (``2026-01-01T07:00:00.000Z``) is stored so (``stamps``: journal migration 0016) and taken as it is;
+# (``2026-01-01T07:00:00.000Z``) is stored so (``stamps``: journal migration 0015) and taken as it is;
 # the times transcripts write with their own offset (``12:00:00.000+05:00``) or none at all stay text,
 # made UTC by strftime (always four digits of year and three of milliseconds, so ``stamps.pack`` takes it).
 UTC_CREATED = ("(CASE WHEN typeof(m.created_at) = 'integer' THEN m.created_at "

@@ -292,8 +292,7 @@ def _store(conn, result, file_id, stats, machine):
         numbers = {sid: session_number(conn, sid) for sid in sessions}
         _insert_messages(conn, [(uuids.pack(key), numbers[r.session_id], seq, r.role, r.kind,
                                  clean(r.text) if clean else r.text, stamps.pack(r.timestamp), r.message_id,
-                                 int(r.is_sidechain),
-                                 file_id, int(copy))
+                                 int(r.is_sidechain), file_id, int(copy))
                                 for r, seq, key, copy in records])
         stats.messages += len(records)
     if result.titles:
