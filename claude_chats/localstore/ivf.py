@@ -45,7 +45,8 @@ SCAN_TARGET = 49_152     # vectors a search scans at most: recall@10 0.991 at 1M
 SCAN_SHARE = 0.05        # ... or this share of the space, at least SCAN_MIN (recall@10 0.979 at 100k with 20,480)
 SCAN_MIN = 24_576
 MIN_PROBE = 8
-RERANK_MIN = 50          # candidates re-ranked by the fine codes: at least this many, else twice the ask
+RERANK_SHARE = 4         # candidates re-ranked by the fine codes: the ask and a quarter more, at least RERANK_MIN
+RERANK_MIN = 50          # more (twice the ask before 2026-12-06: the same top 640 for 52 real queries at 1M)
 TAIL_MIN = 2_048         # the tail is folded into the lists above this many rows, or 1/TAIL_SHARE of the space
 TAIL_SHARE = 64          # a search reads its tail rows through SQL: 1.5 us a row against 0.2 in a list
 BUSY_TAIL_SHARE = 16     # ... while a sync is still embedding (a fold rewrites every list: 6.6 s at 1M)
@@ -444,7 +445,7 @@ class Reader:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         coarse[ids == 0] = -np.inf
         pick = np.flatnonzero(ids != 0)
-        rerank = max(2 * count, RERANK_MIN)   # the coarse codes' order is within ~1e-3: re-rank a margin
+        rerank = count + max(count // RERANK_SHARE, RERANK_MIN)   # the coarse order is within ~1e-3: a margin
         if len(pick) > rerank:
             pick = pick[np.argpartition(-coarse[pick], rerank - 1)[:rerank]]
         fine = self._fine(pick, ids, lists, slots)

@@ -114,6 +114,22 @@ def test_trained_lists_find_what_brute_force_finds(conn):
         assert_decoded(conn, space_id, back[chunk], stored[chunks[chunk]])
 
 
+def test_the_fine_codes_re_rank_a_margin_beyond_what_is_asked(conn):
+    """The coarse codes' order is only near the exact one: the fine codes re-rank more candidates than
+    asked (``RERANK_SHARE``, ``RERANK_MIN``), so nothing clearly among the best ``count`` is left out."""
+    space_id, stored = fill(conn, ["s1"], 4000)     # one list, scanned whole
+    reader, chunks = ivf.Reader(conn, space_id), chunk_of(conn)
+    slack = similarity_slack(conn, space_id, list(stored.values()))
+    ids_all, matrix = np.array(list(stored)), np.stack(list(stored.values()))
+    for count in (10, 200, 800):
+        for q in clustered(15, seed=count):
+            found = {chunks[i] for i in reader.nearest(q, count)[0].tolist()}
+            sims = matrix @ q
+            edge = np.sort(sims)[-count]
+            clearly = set(ids_all[sims > edge + 2 * slack].tolist())
+            assert clearly <= found, (count, len(clearly - found))
+
+
 def test_the_scan_scores_every_row_as_the_float_product_within_the_query_codes_bound(conn):
     """The coarse scores of a scan are each row's decoded-coarse product with the float query, for the lists
     and the tail, whatever the lists' sizes (the codes' buffer is reused and grown), within what the
