@@ -405,6 +405,35 @@ def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_session
         search.close()
 
 
+def test_whether_a_filter_leaves_few_enough_chunks_to_score_exactly_is_counted_to_the_chunk(tmp_path):
+    """A filter's chunks are counted up to one more than the most an exact scoring takes, by session (a
+    project) or not: exactly ``most`` is few enough, one more is not, and the count is of the space's
+    chunks that pass every condition."""
+    from claude_chats.localstore.search import _filters
+    from claude_chats.search.core import Filters
+
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    space_id, _stored = fill(conn, [f"s{n}" for n in range(6)], 25)
+    with conn:
+        conn.execute("UPDATE sessions SET project_path = '/work/app' WHERE id IN ('s1', 's2')")
+    conn.close()
+    search = LocalSearch.open(path)
+    try:
+        for filters, chunks in ((Filters.build(project_path="/work/app"), 50),
+                                (Filters.build(project_path="/work/app", role="user"), 50),
+                                (Filters.build(), 150)):
+            where, args = _filters(filters)
+            by_session = bool(filters.project_path)
+            assert search._chunks_within(space_id, where, args, chunks, by_session)
+            assert not search._chunks_within(space_id, where, args, chunks - 1, by_session)
+            assert len(search._filtered_chunks(space_id, where, args, by_session)) == chunks
+        where, args = _filters(Filters.build(project_path="/work/app"))
+        assert search._chunks_within(space_id + 1, where, args, 0, True)   # another space has none of them
+    finally:
+        search.close()
+
+
 @pytest.mark.parametrize("step, point", [("retrain", "mid-retrain@1"), ("retrain", "before-drop-old"),
                                          ("fold", "mid-fold@3")])
 def test_killed_mid_update_the_index_keeps_every_vector_once(tmp_path, step, point):
