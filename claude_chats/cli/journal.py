@@ -6,7 +6,7 @@ import time
 import click
 
 from .. import paths
-from .output import emit_json, is_tty, one_line, printable
+from .output import Batched, emit_json, is_tty, one_line, printable
 
 SEQ_MAX = 2**63 - 1   # SQLite integers are 64-bit
 
@@ -146,9 +146,10 @@ def show_cmd(session_id, start, end, as_json):
     click.echo(f"{shown(session['session_id'])}  {shown(session['name'] or '')}")
     click.echo(f"project {shown(session['project_path'], 500)}  branch {shown(session['git_branch'])}  "
                f"{shown(session['first_at'])} .. {shown(session['last_at'])}  {session['message_count']} messages")
-    for m in messages:
-        click.echo(f"\n--- #{m['seq']} {m['role']}/{m['kind']} {shown(m['created_at'] or '')}")
-        click.echo(printable(m["content"]))
+    with Batched() as out:
+        for m in messages:
+            out.line(f"\n--- #{m['seq']} {m['role']}/{m['kind']} {shown(m['created_at'] or '')}")
+            out.line(printable(m["content"]))
 
 
 NAME_WIDTH = 50   # at most, in `chats sessions`; as wide as the longest name shown, none when none has one
