@@ -414,6 +414,7 @@ class Reader:
         self.cents = None
         self.codec = None    # the index's dimensions and fine codes' format
         self.whole = False
+        self.live = 0        # chunks the last search's probed lists held
         self.size = 0        # vectors in the index (live or dead), as of ``version``
         self._codes = None   # a list's codes (``_buffer``)
 
@@ -426,15 +427,19 @@ class Reader:
             self.size = sum(counts(self.conn, self.space_id))
             self.version = version
 
-    def nearest(self, query, count, version=None, widen=1):
+    def nearest(self, query, count, version=None, widen=1, keep=None):
         """``(chunk ids, similarities)`` of about the ``count`` nearest chunks, best first (cosine,
         within ~1e-5; the query need not be normalised). ``widen`` probes that many times more lists
-        (a filtered search that found too few); ``self.whole`` says whether every list was read.
+        (a filtered search that found too few); ``self.whole`` says whether every list was read, and
+        ``self.live`` how many chunks the probed lists held.
+
+        ``keep(chunk ids) -> bool array``: which of the candidates a filter keeps, asked before the fine
+        codes are read, so only those are re-ranked (and answered): a filter that keeps few reads few.
         One read transaction: the lists, the tail and the fine codes are of one state of the index."""
         with Snapshot(self.conn):
-            return self._nearest(query, count, version, widen)
+            return self._nearest(query, count, version, widen, keep)
 
-    def _nearest(self, query, count, version, widen):
+    def _nearest(self, query, count, version, widen, keep=None):
         self.refresh(version)
         q = np.asarray(query, dtype=np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
@@ -445,9 +450,12 @@ class Reader:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         coarse[ids == 0] = -np.inf
         pick = np.flatnonzero(ids != 0)
+        self.live = len(pick)
         rerank = count + max(count // RERANK_SHARE, RERANK_MIN)   # the coarse order is within ~1e-3: a margin
         if len(pick) > rerank:
             pick = pick[np.argpartition(-coarse[pick], rerank - 1)[:rerank]]
+        if keep is not None and len(pick):
+            pick = pick[np.asarray(keep(ids[pick]), bool)]
         fine = self._fine(pick, ids, lists, slots)
         exact = coarse[pick] + np.einsum("ij,j->i", self.codec.residual(fine), q) * scales[pick]
         order = np.argsort(-exact, kind="stable")[:count]

@@ -312,11 +312,18 @@ class LocalSearch:
                 return []   # the index is gone: ``chats sync`` embeds again (``vectors.repair``)
             return self._legacy_semantic(plan, where, args)
         if plan.filters.session_id is None:
-            knn = plan.candidates * (4 if _only_kinds(plan.filters) else 16)
+            unfiltered = _only_kinds(plan.filters)
+            knn = plan.candidates * (4 if unfiltered else 16)
             for widen in WIDEN:
-                ids, similarities = reader.nearest(plan.vector, knn, self._version(), widen)
-                found = self._preselected(ids, similarities, where, args, plan.candidates)
-                if len(found) >= plan.candidates or (reader.whole and len(ids) < knn):
+                if unfiltered:   # nearly every chunk passes: the best are looked up first, a few at a time
+                    ids, similarities = reader.nearest(plan.vector, knn, self._version(), widen)
+                    found = self._preselected(ids, similarities, where, args, plan.candidates)
+                else:            # most fail: looked up before their fine codes are read, all at once
+                    kept = {}
+                    ids, similarities = reader.nearest(plan.vector, knn, self._version(), widen,
+                                                       keep=self._passing(where, args, kept))
+                    found = _one_per_message(ids.tolist(), similarities.tolist(), kept, set(), [], plan.candidates)
+                if len(found) >= plan.candidates or (reader.whole and reader.live < knn):
                     return _candidates(found)
                 if widen == WIDEN[0] and self._chunks_within(plan.space_id, where, args, EXACT_MAX,
                                                              bool(plan.filters.project_path)):
@@ -380,24 +387,29 @@ class LocalSearch:
         found after reading the first 64, not all 640 (three B-tree look-ups each; at 1M messages 1.2
         against 2.2 ms a warm search). The rows are those of reading every chunk at once: each chunk's
         look-up does not depend on the others."""
+        ids, similarities = ids.tolist(), similarities.tolist()
+        rows, seen, start, batch = [], set(), 0, PRESELECT_BATCH
+        while start < len(ids) and len(rows) < limit:
+            chunk_ids = ids[start:start + batch]
+            kept = dict(self._passing_rows(chunk_ids, where, args))
+            _one_per_message(chunk_ids, similarities[start:start + batch], kept, seen, rows, limit)
+            start, batch = start + batch, batch * 2
+        return rows
+
+    def _passing_rows(self, chunk_ids, where, args):
+        """(chunk id, (message id, session id, start, end)) of the chunks ``chunk_ids`` the filters keep."""
         sql = (f"SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM chunks c "
                f"JOIN messages m ON m.id = c.message_id {db.SESSION_OF} "
                f"WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
-        ids, similarities = ids.tolist(), similarities.tolist()
-        rows, seen, start, batch = [], set(), 0, PRESELECT_BATCH
-        while start < len(ids):
-            chunk_ids = ids[start:start + batch]
-            kept = {row[0]: row[1:] for row in self.conn.execute(sql, (json.dumps(chunk_ids), *args))}
-            for chunk_id, similarity in zip(chunk_ids, similarities[start:start + batch]):
-                found = kept.get(chunk_id)
-                if found is None or found[0] in seen:
-                    continue
-                seen.add(found[0])
-                rows.append((found[0], found[1], similarity, found[2], found[3]))
-                if len(rows) == limit:
-                    return rows
-            start, batch = start + batch, batch * 2
-        return rows
+        return ((row[0], row[1:]) for row in self.conn.execute(sql, (json.dumps(chunk_ids), *args)))
+
+    def _passing(self, where, args, kept):
+        """``Reader.nearest``'s ``keep``: which chunks the filters keep, their rows put in ``kept``."""
+        def keep(chunk_ids):
+            chunk_ids = chunk_ids.tolist()
+            kept.update(self._passing_rows(chunk_ids, where, args))
+            return [chunk_id in kept for chunk_id in chunk_ids]
+        return keep
 
     def _exact(self, table, column, metric, vector, space_id, where, args, limit):
         distance = "vec_distance_cosine" if metric == "cosine" else "vec_distance_l2"
@@ -499,6 +511,21 @@ def with_neighbours(matched, places, span=NEIGHBOUR_SPAN, weight=NEIGHBOUR_WEIGH
             if d and place in places:
                 out[place] = out.get(place, 0.0) + weight * score
     return {place: total for place, total in out.items() if total > 0}
+
+
+def _one_per_message(chunk_ids, similarities, kept, seen, rows, limit):
+    """``rows`` (as ``_knn``'s) extended by the chunks ``chunk_ids`` (best first) that ``kept`` holds
+    (chunk id -> message id, session id, start, end), a message's best chunk only (``seen``: the messages
+    already in ``rows``), until ``limit`` rows."""
+    for chunk_id, similarity in zip(chunk_ids, similarities):
+        found = kept.get(chunk_id)
+        if found is None or found[0] in seen:
+            continue
+        seen.add(found[0])
+        rows.append((found[0], found[1], similarity, found[2], found[3]))
+        if len(rows) == limit:
+            break
+    return rows
 
 
 def _chunks_filtered(by_session):

@@ -405,6 +405,40 @@ def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_session
         search.close()
 
 
+def test_a_filter_too_wide_to_score_exactly_keeps_its_chunks_before_they_are_re_ranked(tmp_path, monkeypatch):
+    """A filter that leaves more chunks than an exact scoring takes is answered from the index: the
+    candidates are looked up before their fine codes are read, and what comes back is the filter's own
+    best (as brute force over it finds them), never a chunk it leaves out."""
+    from claude_chats.localstore import search as local_search
+    from claude_chats.search.core import Filters, Plan
+
+    monkeypatch.setattr(local_search, "EXACT_MAX", 50)
+    monkeypatch.setattr(LocalSearch, "_exact_index", lambda *a: pytest.fail("scored exactly, not from the index"))
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    space_id, stored = fill(conn, [f"s{n:03d}" for n in range(100)], 40)   # one list: scanned whole
+    with conn:
+        conn.execute("UPDATE sessions SET project_path = '/work/other'")
+        conn.execute("UPDATE sessions SET project_path = '/work/app' WHERE id < 's010'")
+    mine = {m: stored[m] for (m,) in conn.execute(
+        "SELECT m.id FROM messages m JOIN session_numbers n ON n.number = m.session WHERE n.session_id < 's010'")}
+    slack = similarity_slack(conn, space_id, list(mine.values()))
+    conn.close()
+    search = LocalSearch.open(path)
+    try:
+        for seed in (11, 12, 13):
+            q = clustered(1, seed=seed)[0]
+            plan = Plan("q", ("semantic",), Filters.build(project_path="/work/app"), vector=q,
+                        space_id=space_id, candidates=20)
+            found = search.semantic(plan)
+            assert len(found) == 20 and {c.session_id for c in found} <= {f"s{n:03d}" for n in range(10)}
+            sims = sorted((float(v @ q) for v in mine.values()), reverse=True)
+            assert [c.scores["semantic"] for c in found] == pytest.approx(sims[:20], abs=slack)
+            assert len({c.key for c in found} & exact_top(mine, q, 20)) >= 19   # a near tie may swap
+    finally:
+        search.close()
+
+
 def test_whether_a_filter_leaves_few_enough_chunks_to_score_exactly_is_counted_to_the_chunk(tmp_path):
     """A filter's chunks are counted up to one more than the most an exact scoring takes, by session (a
     project) or not: exactly ``most`` is few enough, one more is not, and the count is of the space's
