@@ -371,6 +371,26 @@ def test_a_syncs_read_ahead_answers_each_batch_as_a_read_of_that_batch_would(con
         assert_decoded(conn, space_id, got[m][0].vector, later[n])
 
 
+def one_project(tmp_path, which, project, elsewhere, nlist=None):
+    """A journal of 100 sessions (``s000``..) of 40 messages with a vector each: the sessions ``which``
+    (SQL over ``sessions``) in ``project``, the others in ``elsewhere``; lists trained when ``nlist``.
+    (path, space id, {message id: vector} of the project's messages, what the codes may move a cosine)."""
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    space_id, stored = fill(conn, [f"s{n:03d}" for n in range(100)], 40)
+    if nlist:
+        ivf.retrain(conn, space_id, tx(conn), nlist=nlist)
+    with conn:
+        conn.execute("UPDATE sessions SET project_path = ?", (elsewhere,))
+        conn.execute(f"UPDATE sessions SET project_path = ? WHERE {which}", (project,))
+    mine = {m: stored[m] for (m,) in conn.execute(
+        "SELECT m.id FROM messages m JOIN session_numbers n ON n.number = m.session "
+        "JOIN sessions s ON s.id = n.session_id WHERE s.project_path = ?", (project,))}
+    slack = similarity_slack(conn, space_id, list(mine.values()))
+    conn.close()
+    return path, space_id, mine, slack
+
+
 def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_sessions(tmp_path):
     """One project among a hundred: the nearest chunks of the whole space hold too few of its messages,
     so its chunks are read (from its sessions, then their messages) and scored exactly. What comes
@@ -378,16 +398,7 @@ def test_a_project_the_index_finds_too_few_of_is_scored_exactly_from_its_session
     nothing."""
     from claude_chats.search.core import Filters, Plan
 
-    path = str(tmp_path / "journal.db")
-    conn = db.connect(path)
-    space_id, stored = fill(conn, [f"s{n:03d}" for n in range(100)], 40)
-    ivf.retrain(conn, space_id, tx(conn), nlist=64)
-    with conn:
-        conn.execute("UPDATE sessions SET project_path = '/work/big'")
-        conn.execute("UPDATE sessions SET project_path = '/work/small/app' WHERE id = 's042'")
-    mine = {m: stored[m] for (m,) in conn.execute("SELECT id FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's042')")}
-    slack = similarity_slack(conn, space_id, list(mine.values()))   # what the stored codes may move a cosine
-    conn.close()
+    path, space_id, mine, slack = one_project(tmp_path, "id = 's042'", "/work/small/app", "/work/big", nlist=64)
     search = LocalSearch.open(path)
     try:
         for seed in (3, 4, 5):
@@ -414,16 +425,7 @@ def test_a_filter_too_wide_to_score_exactly_keeps_its_chunks_before_they_are_re_
 
     monkeypatch.setattr(local_search, "EXACT_MAX", 50)
     monkeypatch.setattr(LocalSearch, "_exact_index", lambda *a: pytest.fail("scored exactly, not from the index"))
-    path = str(tmp_path / "journal.db")
-    conn = db.connect(path)
-    space_id, stored = fill(conn, [f"s{n:03d}" for n in range(100)], 40)   # one list: scanned whole
-    with conn:
-        conn.execute("UPDATE sessions SET project_path = '/work/other'")
-        conn.execute("UPDATE sessions SET project_path = '/work/app' WHERE id < 's010'")
-    mine = {m: stored[m] for (m,) in conn.execute(
-        "SELECT m.id FROM messages m JOIN session_numbers n ON n.number = m.session WHERE n.session_id < 's010'")}
-    slack = similarity_slack(conn, space_id, list(mine.values()))
-    conn.close()
+    path, space_id, mine, slack = one_project(tmp_path, "id < 's010'", "/work/app", "/work/other")   # one list
     search = LocalSearch.open(path)
     try:
         for seed in (11, 12, 13):
