@@ -39,6 +39,7 @@ import re
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 import uuid as uuidlib
 from datetime import datetime, timedelta
@@ -174,7 +175,9 @@ class CachedProvider:
         self._np, self.provider = np, provider
         os.makedirs(folder, exist_ok=True)
         key = hashlib.sha256(provider.space.key.encode()).hexdigest()[:16]
-        self._db = sqlite3.connect(os.path.join(folder, f"embeddings-{key}.sqlite"))
+        # the search embeds a hybrid query in a thread of its own (``guard.Pending``): one connection, locked
+        self._db = sqlite3.connect(os.path.join(folder, f"embeddings-{key}.sqlite"), check_same_thread=False)
+        self._lock = threading.Lock()
         self._db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, blob BLOB)")
         self.computed = self.reused = 0
 
@@ -182,6 +185,10 @@ class CachedProvider:
         return getattr(self.provider, name)
 
     def _cached(self, texts, kind, embed):
+        with self._lock:
+            return self._cached_locked(texts, kind, embed)
+
+    def _cached_locked(self, texts, kind, embed):
         keys = [hashlib.sha256(f"{kind}\0{t}".encode()).hexdigest() for t in texts]
         found = {}
         for i in range(0, len(keys), 500):
@@ -226,7 +233,7 @@ def build(sample, folder, provider, setup, url=None):
     embed(journal, provider, setup, labels(sample, setup.labels), url)
     by_uuid = {turn_uuid(sample["sample_id"], t["dia_id"]): t["dia_id"]
                for n in session_numbers(sample["conversation"]) for t in sample["conversation"][f"session_{n}"]}
-    stored = [uuid for uuid, in journal.conn.execute("SELECT uuid FROM messages")]
+    stored = [uuid for uuid, in journal.conn.execute("SELECT chats_uuid(uuid) FROM messages")]   # 16 bytes stored
     return journal, {uuid: by_uuid.get(uuid.split("#")[0]) for uuid in stored}
 
 
