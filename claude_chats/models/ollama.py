@@ -190,6 +190,8 @@ class _Local:
         payload = json.dumps(body).encode("utf-8")
         with self._lock:
             kept = self._idle.pop() if self._idle else None
+        if kept is not None and kept.sock is None:
+            kept = None   # closed after an answer that said so: a new one, whose failure to connect says why
         if kept is not None:
             try:
                 return self._answer(kept, path, payload)

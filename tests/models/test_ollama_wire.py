@@ -217,3 +217,16 @@ def test_credentials_in_the_url_go_through_httpx_and_are_sent():
         assert p._local is None
         np.testing.assert_allclose(p.embed_query("q"), expected("q"), atol=1e-6)
     assert daemon.auth[0] and daemon.auth[0].startswith("Basic ")
+
+
+def test_a_daemon_gone_between_two_requests_is_unreachable_at_once():
+    """The first answer closed its connection ("Connection: close", as an HTTP/1.0 daemon does); the daemon
+    then stops: the next request says it is not reachable (``ProviderUnavailable``, which the search's guard
+    backs off from), not a dropped request to retry."""
+    daemon = Daemon().__enter__()
+    daemon.httpd.RequestHandlerClass.protocol_version = "HTTP/1.0"
+    p = provider(daemon.url, retries=0)
+    np.testing.assert_allclose(p.embed_query("before"), expected("before"), atol=1e-6)
+    daemon.__exit__(None, None, None)
+    with pytest.raises(ProviderUnavailable, match="not reachable"):
+        p.embed_query("after")
