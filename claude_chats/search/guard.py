@@ -8,7 +8,9 @@ saying when it failed and why. With a ``deadline`` (the MCP server), a provider
 that talks over the network is called in a thread of its own and waited on at
 most that long: a server that accepts and never answers costs a search that
 many seconds, not ``embed_timeout``; the request goes on in the background,
-and while it does, later calls do not wait for it. An in-process model
+and while it does, later calls do not wait for it. A call still running that
+no caller gave up on (the MCP server's warm-up asking the model its space) is
+waited for, within a later call's own deadline. An in-process model
 (llama) is called directly: it is slow only while it loads. ``start(what, fn)`` begins the
 same call in a thread and gives a ``Pending``: hybrid search embeds the query while its
 full-text leg runs (a local model's arithmetic and SQLite both release the GIL).
@@ -34,7 +36,8 @@ class ProviderGuard:
         self._lock = threading.Lock()
         self._failed_at = self._failure = None
         self._pause = 0.0
-        self._running = None    # (Pending, what, started) of a call that outlived its deadline
+        self._running = None    # (Pending, what, started) of the last call run in a thread of its own
+        self._abandoned = False  # ... given up on by a caller (it outlived their limit): not waited for
 
     # -- the provider ----------------------------------------------------------------------
 
@@ -50,8 +53,9 @@ class ProviderGuard:
     def call(self, what, fn, wait=None):
         """``fn(provider)``; ``what`` names it in messages ("embedding the query"). ``wait``: seconds left
         of the caller's own budget (None: the guard's ``deadline``)."""
-        provider = self.get()
         limit = self.deadline if wait is None else wait
+        limit = self._behind(limit)
+        provider = self.get()
         if limit is None or not networked(provider):
             return self._run(fn, provider)
         return self._bounded(what, fn, provider, max(0.0, limit))
@@ -65,6 +69,23 @@ class ProviderGuard:
             self.provider.close()
 
     # -- failures and deadlines --------------------------------------------------------------
+
+    def _behind(self, limit):
+        """Wait, within ``limit`` seconds (None: as long as it takes), for a call still running that no
+        caller has given up on: the warm-up's question to a server that answers (the MCP server's first
+        search came while it ran, and ran full text alone). One that outlived a caller's limit is not
+        waited for: a silent server costs one search its deadline, not each. The seconds left."""
+        with self._lock:
+            running, abandoned = self._running, self._abandoned
+        if running is None or abandoned:
+            return limit
+        started = time.monotonic()
+        if running[0].wait(limit):
+            return None if limit is None else max(0.0, limit - (time.monotonic() - started))
+        with self._lock:
+            if self._running is running:
+                self._abandoned = True
+        return 0.0
 
     def _check(self):
         with self._lock:
@@ -93,7 +114,11 @@ class ProviderGuard:
     def _bounded(self, what, fn, provider, limit):
         with self._lock:   # while it runs, other calls do not pile onto the same silent server
             running = self._running = (Pending(lambda: self._run(fn, provider), "chats-embed"), what, self.clock())
+            self._abandoned = False
         if not running[0].wait(limit):
+            with self._lock:
+                if self._running is running:
+                    self._abandoned = True   # later calls fail at once while it runs on (``_behind``)
             raise ProviderUnavailable(f"the embedding model did not answer {what} within {limit:.1f} s "
                                       "(a search waits no longer; the request goes on in the background)")
         with self._lock:
