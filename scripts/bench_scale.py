@@ -569,7 +569,8 @@ class Mcp:
 
 def fig_mcp(ctx, label, env):
     firsts, warm, source = [], {"hybrid": [], "fulltext": []}, None
-    hwm = after = 0.0
+    hybrid = {"first": 0, "warm": 0}   # searches that ran both legs (a first search that ran full text
+    hwm = after = 0.0                  # alone, the model not asked yet, once passed for a hybrid one)
     for round_ in range(ctx.repeat):
         started = time.perf_counter()
         server = Mcp(env)
@@ -577,15 +578,19 @@ def fig_mcp(ctx, label, env):
         query, filters = QUERIES[round_ % len(QUERIES)]
         seconds, found = server.search(query, filters, "hybrid")
         firsts.append(seconds)
+        hybrid["first"] += found.get("modes_run") == ["fulltext", "semantic"]
         source = found.get("source")
         for mode in warm:
             for query, filters in QUERIES:
-                warm[mode].append(server.search(query, filters, mode)[0])
+                seconds, found = server.search(query, filters, mode)
+                warm[mode].append(seconds)
+                hybrid["warm"] += mode == "hybrid" and found.get("modes_run") == ["fulltext", "semantic"]
         peak, now = server.memory()
         hwm, after = max(hwm, peak), max(after, now)
         server.close()
     return {"first": statistics.median(firsts), "handshake": handshake, "warm_hybrid_ms": pct(warm["hybrid"]) * 1e3,
-            "warm_fulltext_ms": pct(warm["fulltext"]) * 1e3, "peak_rss": hwm, "rss_after": after, "source": source}
+            "warm_fulltext_ms": pct(warm["fulltext"]) * 1e3, "peak_rss": hwm, "rss_after": after, "source": source,
+            "first_hybrid": f"{hybrid['first']}/{len(firsts)}", "warm_hybrid": f"{hybrid['warm']}/{len(warm['hybrid'])}"}
 
 
 def fig_size(ctx, label, env):
@@ -678,9 +683,10 @@ def line_of(figure, value):
                          f"{v['total_ms']:.0f} ms, RSS {v['rss']:.0f} MB, {v['source']}"
                          + (f" [{' | '.join(v['notes'])}]" if v['notes'] else "") for m, v in ((m, value[m]) for m in SEARCH_MODES))
     if figure == "mcp":
-        return f"first search_memory {value['first']:.2f} s (handshake {value['handshake']:.2f} s), warm p50 " \
-               f"{value['warm_hybrid_ms']:.1f} / {value['warm_fulltext_ms']:.1f} ms (hybrid / full text), peak " \
-               f"RSS {value['peak_rss']:.0f} MB, {value['rss_after']:.0f} MB after; {value['source']}"
+        return f"first search_memory {value['first']:.2f} s (handshake {value['handshake']:.2f} s; both legs in " \
+               f"{value.get('first_hybrid', '?')}), warm p50 {value['warm_hybrid_ms']:.1f} / " \
+               f"{value['warm_fulltext_ms']:.1f} ms (hybrid, both legs in {value.get('warm_hybrid', '?')} / full " \
+               f"text), peak RSS {value['peak_rss']:.0f} MB, {value['rss_after']:.0f} MB after; {value['source']}"
     if figure == "size":
         return f"{value['kb_before']:.2f} KB/message before vectors, {value['kb_with']:.2f} KB with them " \
                f"({value['gb_with']:.2f} GB; transcripts {value['transcript_kb']:.2f} KB/message)"
