@@ -508,13 +508,15 @@ def fig_search(ctx, label, env, local=True):
 
 
 class Mcp:
-    """``chats mcp`` over stdio, driven as Claude Code does in the legacy era (initialize, then calls)."""
+    """``chats mcp`` over stdio, driven as Claude Code does in the legacy era (initialize, then calls), in the
+    protocol version Claude Code 2.1.332 asks there (the one the shipped early answers hold: a version they do
+    not hold waited for FastMCP's own answer at the first start after each change of the code)."""
 
     def __init__(self, env):
         self.proc = subprocess.Popen([CHATS, "mcp"], env=env, cwd=env["HOME"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.buf, self.next_id = b"", 0
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                  "clientInfo": {"name": "bench-scale", "version": "1"}})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
