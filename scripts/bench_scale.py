@@ -508,8 +508,8 @@ def fig_search(ctx, label, env, local=True):
 
 
 class Mcp:
-    """``chats mcp`` over stdio, driven as Claude Code does in the legacy era (initialize, then calls), in the
-    protocol version Claude Code 2.1.332 asks there (the one the shipped early answers hold: a version they do
+    """``chats mcp`` over stdio, driven as Claude Code does in the legacy era (initialize, the three lists, then
+    calls), in the protocol version Claude Code 2.1.332 asks there (the one the shipped early answers hold: a version they do
     not hold waited for FastMCP's own answer at the first start after each change of the code)."""
 
     def __init__(self, env):
@@ -519,6 +519,8 @@ class Mcp:
         self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                  "clientInfo": {"name": "bench-scale", "version": "1"}})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for method in ("tools/list", "prompts/list", "resources/list"):   # Claude Code's opening, then calls
+            self.call(method, {})
 
     def send(self, message):
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
