@@ -27,6 +27,7 @@ from .base import DEFAULT_TIMEOUT, DOCUMENT, QUERY, EmbeddingProvider, known_pre
 DEFAULT_MODEL = "mxbai-embed-large"
 DEFAULT_URL = "http://localhost:11434"
 RETRY_STATUS = (429, 500, 502, 503, 504)
+ANSWER_MAX = 64 << 20   # bytes a local daemon's answer may hold (32 texts of 4,096 dimensions: ~3 MB)
 
 
 def normalize_url(value):
@@ -216,7 +217,10 @@ class _Local:
         try:
             conn.request("POST", self.prefix + path, payload, {"Content-Type": "application/json"})
             response = conn.getresponse()
-            data = response.read()
+            data = response.read(ANSWER_MAX + 1)
+            if len(data) > ANSWER_MAX:   # an endless or absurd answer: not read on, not kept
+                conn.close()
+                raise ProviderError(f"Ollama at {self.url} answered more than {ANSWER_MAX >> 20} MB")
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
             conn.close()
             raise _Dropped() from exc

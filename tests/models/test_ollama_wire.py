@@ -26,13 +26,13 @@ MODEL = "all-minilm"   # no query prefix: what is sent is what was asked
 class Daemon:
     """An Ollama on 127.0.0.1 speaking HTTP/1.1 with kept-alive connections. ``behaviour``: "answer",
     "close-after" (answers, then closes the connection without saying so), "drop" (reads the request,
-    closes without answering), "silent" (reads it, never answers), "chunked", "not-json". Counts the
-    connections it accepted and the requests it read."""
+    closes without answering), "silent" (reads it, never answers), "chunked", "not-json", "endless" (an
+    answer that never ends). Counts the connections it accepted and the requests it read."""
 
     def __init__(self, behaviour="answer", prefix=""):
         self.behaviour, self.prefix = behaviour, prefix
         self.connections, self.requests, self.auth = 0, [], []
-        self.lock = threading.Lock()
+        self.lock, self.stopped = threading.Lock(), threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -59,6 +59,19 @@ class Daemon:
                     return self._send(404, b"404 page not found")
                 if outer.behaviour == "not-json":
                     return self._send(200, b"<html>a captive portal</html>")
+                if outer.behaviour == "endless":   # chunks of digits until the client hangs up
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    piece = b"[" + b"1," * 32_000
+                    try:
+                        while not outer.stopped.is_set():
+                            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    except OSError:
+                        pass
+                    self.close_connection = True
+                    return
                 vectors = [unit(fake_vector(t, 64)).tolist() for t in body["input"]]
                 payload = json.dumps({"model": body["model"], "embeddings": vectors}).encode()
                 if outer.behaviour == "chunked":
@@ -95,6 +108,7 @@ class Daemon:
         return self
 
     def __exit__(self, *exc):
+        self.stopped.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -230,3 +244,23 @@ def test_a_daemon_gone_between_two_requests_is_unreachable_at_once():
     daemon.__exit__(None, None, None)
     with pytest.raises(ProviderUnavailable, match="not reachable"):
         p.embed_query("after")
+
+
+def test_an_answer_that_never_ends_is_cut_at_the_bound(monkeypatch):
+    """A daemon streaming for ever: read up to ``ANSWER_MAX`` and refused, never held whole in memory (read
+    whole, the request would never end)."""
+    monkeypatch.setattr(ollama, "ANSWER_MAX", 1 << 20)
+    failed = []
+
+    def ask(url):
+        try:
+            provider(url, retries=0).embed_query("anything")
+        except ProviderError as exc:
+            failed.append(str(exc))
+
+    with Daemon("endless") as daemon:
+        asking = threading.Thread(target=ask, args=(daemon.url,), daemon=True)
+        asking.start()
+        asking.join(20)
+        assert not asking.is_alive(), "still reading an answer that never ends"
+    assert failed and "answered more than 1 MB" in failed[0]
