@@ -508,9 +508,9 @@ def fig_search(ctx, label, env, local=True):
 
 
 class Mcp:
-    """``chats mcp`` over stdio, driven as Claude Code does in the legacy era (initialize, the three lists, then
-    calls), in the protocol version Claude Code 2.1.332 asks there (the one the shipped early answers hold: a version they do
-    not hold waited for FastMCP's own answer at the first start after each change of the code)."""
+    """``chats mcp`` over stdio, driven as Claude Code does in the legacy era (initialize, the three lists,
+    then calls), in the protocol version Claude Code 2.1.332 asks there (the one the shipped early answers
+    hold: a version they do not hold waited for FastMCP's own answer at the first start after each change)."""
 
     def __init__(self, env):
         self.proc = subprocess.Popen([CHATS, "mcp"], env=env, cwd=env["HOME"], stdin=subprocess.PIPE,
@@ -571,6 +571,9 @@ class Mcp:
             self.proc.wait()
 
 
+BOTH_LEGS = ["fulltext", "semantic"]   # a hybrid search's ``modes_run`` when it ran both legs
+
+
 def fig_mcp(ctx, label, env):
     firsts, warm, source = [], {"hybrid": [], "fulltext": []}, None
     hybrid = {"first": 0, "warm": 0}   # searches that ran both legs (a first search that ran full text
@@ -582,13 +585,13 @@ def fig_mcp(ctx, label, env):
         query, filters = QUERIES[round_ % len(QUERIES)]
         seconds, found = server.search(query, filters, "hybrid")
         firsts.append(seconds)
-        hybrid["first"] += found.get("modes_run") == ["fulltext", "semantic"]
+        hybrid["first"] += found.get("modes_run") == BOTH_LEGS
         source = found.get("source")
         for mode in warm:
             for query, filters in QUERIES:
                 seconds, found = server.search(query, filters, mode)
                 warm[mode].append(seconds)
-                hybrid["warm"] += mode == "hybrid" and found.get("modes_run") == ["fulltext", "semantic"]
+                hybrid["warm"] += mode == "hybrid" and found.get("modes_run") == BOTH_LEGS
         peak, now = server.memory()
         hwm, after = max(hwm, peak), max(after, now)
         server.close()
