@@ -52,6 +52,7 @@ import threading
 
 from .. import paths
 from . import stdin
+from .opening import Opening, open_stores
 
 ANSWERS = "mcp-answers.json"
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "answers.json")
@@ -72,7 +73,7 @@ LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 def main():
     """Serve the conversation-memory MCP server over stdio (what ``chats mcp`` runs)."""
-    Front(os.path.join(paths.data_dir(), ANSWERS)).serve()
+    Front(os.path.join(paths.data_dir(), ANSWERS), opener=open_stores).serve()
 
 
 # --- what the answers depend on ---------------------------------------------------------------------
@@ -131,11 +132,12 @@ def _modules(folder):
             yield entry.path
 
 
-def backend():
-    """FastMCP serving over ``sys.stdin`` and ``sys.stdout`` (the front's pipes)."""
+def backend(opening=None):
+    """FastMCP serving over ``sys.stdin`` and ``sys.stdout`` (the front's pipes), with the stores
+    ``opening`` opens (None: its own)."""
     from .server import create_server
 
-    create_server().run(transport="stdio", show_banner=False, log_level="WARNING")
+    create_server(opening=opening).run(transport="stdio", show_banner=False, log_level="WARNING")
 
 
 class Front:
@@ -143,19 +145,26 @@ class Front:
     the rest to ``serve_backend``.
 
     ``serve_backend()`` runs the MCP server over ``sys.stdin``/``sys.stdout``, which ``serve`` points at
-    its pipes; ``serve`` never returns (the process exits when the client or the backend ends).
+    its pipes (default: FastMCP, ``backend``); ``serve`` never returns (the process exits when the client
+    or the backend ends). With ``opener`` (what opens the stores: ``opening.open_stores``), the front
+    opens them as it starts, answers a ``search_memory`` that comes before FastMCP has answered anything
+    (``mcp.early``), and FastMCP's tools use the same stores.
     """
 
-    def __init__(self, answers_path, serve_backend=backend, shipped_path=SHIPPED):
-        self.answers_path, self.serve_backend = answers_path, serve_backend
+    def __init__(self, answers_path, serve_backend=None, shipped_path=SHIPPED, opener=None):
+        self.answers_path, self.opener = answers_path, opener
+        self.serve_backend = serve_backend or (lambda: backend(self.opening))
+        self.opening = None
         self.key = fingerprint()
         self.answers = self._load()                   # FastMCP's answers saved on this machine
-        self.shipped = _load_shipped(shipped_path)    # ... shipped with this release
+        # ... shipped with this release, and the envelope of a tool call's answer by protocol version
+        self.shipped, self.calls = _load_shipped(shipped_path)
         self.expected = {}            # request id FastMCP will answer -> (answer key, what the client got early)
         self.version = None           # the protocol version agreed in initialize
         self.backend_spoke = False
         self.own_ids = 0
         self.lock = threading.Lock()  # one writer on the wire at a time
+        self.backend_lock = threading.Lock()   # ... and on FastMCP's input
         self.stopping = False
 
     # --- the process's plumbing -------------------------------------------------------------------
@@ -174,6 +183,8 @@ class Front:
             os.close(pipe_end)
         os.set_inheritable(self.backend_in, False)
         os.set_inheritable(backend_out, False)
+        if self.opener is not None:
+            self.opening = Opening(self.opener)
         self.backend = threading.Thread(target=self._run_backend, name="chats-fastmcp", daemon=True)
         self.backend.start()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -226,11 +237,12 @@ class Front:
 
     def _to_backend(self, message):
         data = message if isinstance(message, bytes) else (json.dumps(message) + "\n").encode()
-        try:
-            while data:
-                data = data[os.write(self.backend_in, data):]
-        except OSError:
-            return False
+        with self.backend_lock:   # a line longer than the pipe's atomic write must not interleave
+            try:
+                while data:
+                    data = data[os.write(self.backend_in, data):]
+            except OSError:
+                return False
         return True
 
     # --- what the client sends --------------------------------------------------------------------
@@ -249,6 +261,8 @@ class Front:
         key = self._answer_key(method, message.get("params") if method else None)
         if method == "ping" and not self.backend_spoke:
             self._write({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            return True
+        if method == "tools/call" and not self.backend_spoke and self._early(message, line):
             return True
         if key is None:
             return self._to_backend(line)
@@ -280,6 +294,37 @@ class Front:
         if method in LISTS and version and not params.get("cursor"):
             return f"{method} {version}"
         return None
+
+    def _early(self, message, line):
+        """Answer a ``search_memory`` call in a thread of its own (True), if it is one the front may
+        answer for FastMCP (``early.arguments``) in a protocol version whose answers' envelope is known."""
+        if self.opening is None:
+            return False
+        from . import early
+
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) and isinstance(params.get("_meta"), dict) else {}
+        named = meta.get(PROTOCOL_VERSION)
+        envelope = self.calls.get(named or self.version)
+        arguments = early.arguments(params, named) if isinstance(envelope, dict) else None
+        if arguments is None:
+            return False
+        threading.Thread(target=self._answer_early, args=(message["id"], line, arguments, envelope),
+                         name="chats-early-search", daemon=True).start()
+        return True
+
+    def _answer_early(self, mid, line, arguments, envelope):
+        from . import early
+
+        try:
+            outcome = early.search_memory(self.opening.get(), **arguments)
+        except Exception as exc:  # noqa: BLE001 - FastMCP answers what the front cannot
+            outcome = early.error_text(exc)
+        data = early.answer(mid, envelope, outcome) if outcome is not None else None
+        if data is None:   # FastMCP answers it, as it would have without the front
+            self._to_backend(line)
+        else:
+            self._write(data)
 
     # --- what FastMCP answers ---------------------------------------------------------------------
 
@@ -330,11 +375,12 @@ class Front:
 
 
 def _load_shipped(path):
+    """The shipped answers and tool-call envelopes, if made under this release's ``shipped_key()``."""
     shipped = _read_json(path)
     if not isinstance(shipped, dict) or shipped.get("key") != shipped_key():
-        return {}
-    answers = shipped.get("answers")
-    return dict(answers) if isinstance(answers, dict) else {}
+        return {}, {}
+    answers, calls = shipped.get("answers"), shipped.get("calls")
+    return (dict(answers) if isinstance(answers, dict) else {}), (dict(calls) if isinstance(calls, dict) else {})
 
 
 def _read_json(path):

@@ -8,7 +8,6 @@ and goes back to Postgres when it returns. Library errors become
 ``ToolError``s with the library's actionable message.
 """
 
-import threading
 from typing import Annotated, Literal
 
 from fastmcp import Context, FastMCP
@@ -18,10 +17,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .. import transcript
-from ..errors import ClaudeChatsError
-from ..search import bounds
 from ..search.core import MAX_CHARS
-from . import current, stdin
+from . import current, early, stdin
+from .opening import Opening, open_stores
 
 NAME = "conversation-memory"
 
@@ -91,20 +89,19 @@ Kind = Literal[transcript.KINDS]
 Origin = Annotated[Literal["human", "machine", "any"], Field(
     description="Which sessions: 'human' (default: started by a person in Claude Code), 'machine' (started by "
                 "scripts and SDK runs, e.g. `claude -p`), or 'any'.")]
-OPEN_GRACE = 1.0   # seconds the stores wait for the first tools/list before they open
-CLOSE_WAIT = 1.0   # seconds the shutdown waits for the warm-up to finish
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 MAX_SEQ = 2**63 - 1   # SQLite integers are 64-bit
 LIST_MAX_CHARS = 20_000   # list_recent_sessions' default budget
 
 
-def create_server(open_searcher=None):
-    """The FastMCP server; ``open_searcher()`` returns the ``Searcher`` (default: from the config)."""
+def create_server(open_searcher=None, opening=None):
+    """The FastMCP server; ``open_searcher()`` returns the ``Searcher`` (default: from the config);
+    ``opening``: an ``Opening`` already under way (the front's), used instead."""
 
     @lifespan
     async def stores(server):
-        searcher = Opening(open_searcher or _open_stores)
+        searcher = opening or Opening(open_searcher or open_stores)
         try:
             yield {"searcher": searcher}
         finally:
@@ -132,9 +129,8 @@ def create_server(open_searcher=None):
                                         description="Size budget of the whole result.")] = MAX_CHARS,
         origin: Origin = "human",
     ) -> dict:
-        return _call(ctx, lambda s: s.search(
-            query, limit=limit, mode=mode, project_path=current.project_path(project_path),
-            session_id=current.session_id(session_id), role=role,
+        return _call(ctx, lambda s: early.search_memory(
+            s, query, limit=limit, project_path=project_path, mode=mode, session_id=session_id, role=role,
             since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars,
             origin=origin))
 
@@ -167,60 +163,6 @@ def create_server(open_searcher=None):
     return server
 
 
-class Opening:
-    """The searcher, opened in a background thread as the server starts: ``tools/list`` does not
-    wait for the stores (or their imports), the first tool call does. The same thread then loads
-    the embedding model and the vector index, so the first search does not pay for them."""
-
-    def __init__(self, opener, grace=OPEN_GRACE):
-        self._searcher = self._error = None
-        self._opened, self._wanted = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._open, args=(opener, grace), name="chats-open-stores",
-                                        daemon=True)
-        self._thread.start()
-
-    def _open(self, opener, grace):
-        # Let the main thread answer initialize and tools/list first (imports here would compete with
-        # it for the GIL), unless a tool call wants the stores sooner.
-        self._wanted.wait(grace)
-        try:
-            self._searcher = opener()
-        except Exception as exc:  # noqa: BLE001 - reported to every tool call
-            self._error = exc
-        finally:
-            self._opened.set()
-        if self._searcher is not None:
-            try:
-                self._searcher.warm()
-            except Exception:  # noqa: BLE001 - warming is an optimisation; the search reports errors
-                pass
-
-    def get(self):
-        self._wanted.set()
-        self._opened.wait()
-        if self._error is not None:
-            if isinstance(self._error, ClaudeChatsError):
-                raise self._error
-            raise ToolError(f"cannot open the conversation stores: {type(self._error).__name__}: {self._error}")
-        return self._searcher
-
-    def close(self):
-        self._wanted.set()
-        self._opened.wait()
-        # the warm-up may still wait on a silent embedding server: do not hold the shutdown for it
-        self._thread.join(CLOSE_WAIT)
-        if self._searcher is not None:
-            self._searcher.close()
-
-
-def _open_stores():
-    # imported here, in the opening thread: the stores' imports (numpy, psycopg, apsw) must not
-    # delay the answers to initialize and tools/list
-    from ..stores import open_searcher
-
-    return open_searcher(for_model=True)   # what the tools return goes into the model's context: redacted
-
-
 def _call(ctx, action):
     """Run ``action(searcher)``; claude-chats errors become ToolErrors with their message."""
     meta = getattr(getattr(ctx, "request_context", None), "meta", None) or {}
@@ -229,8 +171,8 @@ def _call(ctx, action):
                         "such as the escape \\ud800); send UTF-8 text")
     try:
         return action(ctx.lifespan_context["searcher"].get())
-    except ClaudeChatsError as exc:
-        raise ToolError(bounds.cut(str(exc), bounds.ERROR_CHARS)) from None   # an id echoed back stays small
-    except UnicodeEncodeError:
-        # A JSON escape of a lone surrogate ("\\ud800") cannot be matched against UTF-8 text.
-        raise ToolError("an argument is not valid Unicode text (a lone surrogate); send UTF-8 text") from None
+    except Exception as exc:
+        text = early.error_text(exc)   # a claude-chats error: its message (the front answers the same)
+        if text is None:
+            raise
+        raise ToolError(text) from None

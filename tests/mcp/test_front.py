@@ -10,9 +10,6 @@ Claude Code does (SIGINT first).
 import json
 import os
 import pathlib
-import select
-import signal
-import subprocess
 import sys
 import time
 
@@ -20,6 +17,7 @@ import pytest
 
 from claude_chats import paths
 from claude_chats.mcp import answers, front
+from tests.support.wire import Wire
 
 CHATS = pathlib.Path(sys.executable).with_name("chats")
 MODERN, LEGACY = answers.MODERN, answers.LEGACY
@@ -32,68 +30,6 @@ def silent():
     time.sleep(3600)
 Front(sys.argv[1], serve_backend=silent, shipped_path=sys.argv[2]).serve()
 """
-
-
-class Wire:
-    def __init__(self, cmd):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.buf = b""
-
-    def send(self, message):
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def read(self, timeout=30):
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            ready, _, _ = select.select([self.proc.stdout], [], [], max(0, deadline - time.monotonic()))
-            assert ready, f"no message within {timeout} s"
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-            assert chunk, f"stdout closed; stderr: {self.proc.stderr.read().decode()[-2000:]}"
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def answer(self, request_id, timeout=30):
-        while True:
-            message = self.read(timeout)
-            if message.get("id") == request_id and "method" not in message:
-                return message
-
-    def start(self, era=MODERN, timeout=30):
-        """Claude Code's opening in ``era``: ``{answer key: the answer as the client got it}``."""
-        got = {}
-        for messages, keys in answers.opening(era):
-            for message in messages:
-                self.send(message)
-            for message in messages:
-                if "id" in message:
-                    key = front.Front._answer_key(_Versioned(era), message["method"], message.get("params"))
-                    got[key] = {k: v for k, v in self.answer(message["id"], timeout).items()
-                                if k not in ("jsonrpc", "id")}
-        return got
-
-    def call_fastmcp(self, request_id=90):
-        """A tool call only FastMCP answers (after what came before it): its result."""
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
-            "name": "list_recent_sessions", "arguments": {"limit": 1}, "_meta": answers.MODERN_META}})
-        answer = self.answer(request_id, timeout=60)
-        result = answer.get("result", answer)
-        assert result.get("isError") is False, answer
-        return result
-
-    def sigint(self):
-        started = time.monotonic()
-        self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(10)
-        return code, time.monotonic() - started
-
-
-class _Versioned:
-    """Stands for a front in ``_answer_key``: the legacy version is known once initialize is answered."""
-
-    def __init__(self, era):
-        self.version = LEGACY if era == LEGACY else None
 
 
 def answers_file():
@@ -156,7 +92,8 @@ def test_the_shipped_answers_are_fastmcps():
         shipped = json.load(fh)
     fix = "run `python -m claude_chats.mcp.answers` and commit claude_chats/mcp/answers.json"
     assert shipped["key"] == front.shipped_key(), f"answers.json was made under another key: {fix}"
-    assert shipped["answers"] == answers.collect(), f"answers.json differs from FastMCP's answers: {fix}"
+    collected = answers.collect()
+    assert (shipped["answers"], shipped["calls"]) == collected, f"answers.json differs from FastMCP's answers: {fix}"
 
 
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
