@@ -243,3 +243,19 @@ def _nothing_answered_before_a_ping(wire, mid):
         assert message.get("id") != mid, f"the front answered {mid} itself: {message}"
         if message.get("id") == "ping":
             return
+
+
+def test_the_switch_interval_is_back_when_the_last_early_search_ends(tmp_path):
+    """Two early searches that overlap: the interval is short while either runs, and as it was after both."""
+    wire = front.Front(str(tmp_path / "answers.json"), serve_backend=lambda: None)
+    before = sys.getswitchinterval()
+    try:
+        wire._switching(+1)
+        wire._switching(+1)
+        assert sys.getswitchinterval() == pytest.approx(front.EARLY_SWITCH)
+        wire._switching(-1)   # the first to start ends first
+        assert sys.getswitchinterval() == pytest.approx(front.EARLY_SWITCH)
+        wire._switching(-1)
+        assert sys.getswitchinterval() == before
+    finally:
+        sys.setswitchinterval(before)
