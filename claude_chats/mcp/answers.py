@@ -6,7 +6,7 @@ one: ``server/discover`` then the lists, each naming its version in ``_meta``;
 the legacy one: ``initialize`` then the lists), waits until the front has saved
 FastMCP's own answer to each, then calls a tool and keeps what FastMCP's answer
 to a tool call wraps the result in (by version: the modern era's ``resultType``
-and ``_meta``; nothing in the legacy one, ``mcp.early`` writes the rest), and
+and ``_meta``; nothing in the legacy one, ``mcp.direct`` writes the rest), and
 writes them to ``answers.json`` under ``front.shipped_key()``. ``tests/mcp/test_front.py`` collects them the same way
 and fails when the shipped file differs: change a tool, run this.
 """
@@ -49,7 +49,7 @@ def opening(era):
 
 # A tool the front never answers itself (FastMCP does): its answer's envelope is FastMCP's
 CALL = {"name": "list_recent_sessions", "arguments": {}}
-RESULT_KEYS = ("content", "structuredContent", "isError")   # what mcp.early writes itself
+RESULT_KEYS = ("content", "structuredContent", "isError")   # what mcp.direct writes itself
 
 
 def collect(timeout=120.0):

@@ -68,7 +68,7 @@ BACKEND_GONE = 1.0            # seconds the pump gets to pass on FastMCP's last 
 SHAPED_BY = ("fastmcp", "fastmcp_slim", "mcp", "mcp_types", "pydantic", "pydantic_core")
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"   # a modern-era request's _meta key
 LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
-EARLY_SWITCH = 0.00005  # seconds: the GIL's switch interval while the front searches (see Front._switching)
+LOADING_SWITCH = 0.00005   # seconds: the GIL's switch interval for a search while FastMCP loads (Front._switching)
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
@@ -148,8 +148,8 @@ class Front:
     ``serve_backend()`` runs the MCP server over ``sys.stdin``/``sys.stdout``, which ``serve`` points at
     its pipes (default: FastMCP, ``backend``); ``serve`` never returns (the process exits when the client
     or the backend ends). With ``opener`` (what opens the stores: ``opening.open_stores``), the front
-    opens them as it starts, answers a ``search_memory`` that comes before FastMCP has answered anything
-    (``mcp.early``), and FastMCP's tools use the same stores.
+    opens them as it starts and answers ``search_memory`` itself (``mcp.direct``: also while FastMCP
+    loads), and FastMCP's tools use the same stores.
     """
 
     def __init__(self, answers_path, serve_backend=None, shipped_path=SHIPPED, opener=None):
@@ -264,7 +264,7 @@ class Front:
         if method == "ping" and not self.backend_spoke:
             self._write({"jsonrpc": "2.0", "id": message["id"], "result": {}})
             return True
-        if method == "tools/call" and not self.backend_spoke and self._early(message, line):
+        if method == "tools/call" and self._search(message, line):
             return True
         if key is None:
             return self._to_backend(line)
@@ -297,49 +297,53 @@ class Front:
             return f"{method} {version}"
         return None
 
-    def _early(self, message, line):
+    def _search(self, message, line):
         """Answer a ``search_memory`` call in a thread of its own (True), if it is one the front may
-        answer for FastMCP (``early.arguments``) in a protocol version whose answers' envelope is known."""
+        answer for FastMCP (``direct.arguments``) in a protocol version whose answers' envelope is known."""
         if self.opening is None:
             return False
-        from . import early
+        from . import direct
 
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) and isinstance(params.get("_meta"), dict) else {}
         named = meta.get(PROTOCOL_VERSION)
         envelope = self.calls.get(named or self.version)
-        arguments = early.arguments(params, named) if isinstance(envelope, dict) else None
+        arguments = direct.arguments(params, named) if isinstance(envelope, dict) else None
         if arguments is None:
             return False
-        threading.Thread(target=self._answer_early, args=(message["id"], line, arguments, envelope),
-                         name="chats-early-search", daemon=True).start()
+        threading.Thread(target=self._answer_search, args=(message["id"], line, arguments, envelope),
+                         name="chats-search", daemon=True).start()
         return True
 
-    def _answer_early(self, mid, line, arguments, envelope):
-        from . import early
+    def _answer_search(self, mid, line, arguments, envelope):
+        from . import direct
 
-        self._switching(+1)
+        loading = not self.backend_spoke
+        if loading:
+            self._switching(+1)
         try:
-            outcome = early.search_memory(self.opening.get(), **arguments)
+            outcome = direct.search_memory(self.opening.get(), **arguments)
         except Exception as exc:  # noqa: BLE001 - FastMCP answers what the front cannot
-            outcome = early.error_text(exc)
+            outcome = direct.error_text(exc)
         finally:
-            self._switching(-1)
-        data = early.answer(mid, envelope, outcome) if outcome is not None else None
+            if loading:
+                self._switching(-1)
+        data = direct.answer(mid, envelope, outcome) if outcome is not None else None
         if data is None:   # FastMCP answers it, as it would have without the front
             self._to_backend(line)
         else:
             self._write(data)
 
     def _switching(self, step):
-        """The GIL's switch interval short while an early search runs (``step`` +1 as one starts, -1 as it
-        ends): a thread importing FastMCP holds the GIL for 5 ms at a time by default, and the search,
-        which lets it go around each SQLite call, waited that long to have it back: 0.4-0.6 s of the
-        first search at a million messages against 0.06-0.15 s at 50 us."""
+        """The GIL's switch interval short while a search runs beside FastMCP's import (``step`` +1 as one
+        starts, -1 as it ends): the importing thread holds the GIL for 5 ms at a time by default, and the
+        search, which lets it go around each SQLite call, waited that long to have it back: 0.4-0.6 s of
+        the first search at a million messages against 0.06-0.15 s at 50 us. Once FastMCP is up, the
+        default (level or better for a warm search)."""
         with self.switch_lock:
             if self.searching == 0 and step > 0:
                 self.switch_interval = sys.getswitchinterval()
-                sys.setswitchinterval(EARLY_SWITCH)
+                sys.setswitchinterval(LOADING_SWITCH)
             self.searching += step
             if self.searching == 0:
                 sys.setswitchinterval(self.switch_interval)

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from .. import transcript
 from ..search.core import MAX_CHARS
-from . import current, early, stdin
+from . import current, direct, stdin
 from .opening import Opening, open_stores
 
 NAME = "conversation-memory"
@@ -129,7 +129,7 @@ def create_server(open_searcher=None, opening=None):
                                         description="Size budget of the whole result.")] = MAX_CHARS,
         origin: Origin = "human",
     ) -> dict:
-        return _call(ctx, lambda s: early.search_memory(
+        return _call(ctx, lambda s: direct.search_memory(
             s, query, limit=limit, project_path=project_path, mode=mode, session_id=session_id, role=role,
             since=since, until=until, include_subagents=include_subagents, kinds=kinds, max_chars=max_chars,
             origin=origin))
@@ -172,7 +172,7 @@ def _call(ctx, action):
     try:
         return action(ctx.lifespan_context["searcher"].get())
     except Exception as exc:
-        text = early.error_text(exc)   # a claude-chats error: its message (the front answers the same)
+        text = direct.error_text(exc)   # a claude-chats error: its message (the front answers the same)
         if text is None:
             raise
         raise ToolError(text) from None

@@ -1,13 +1,15 @@
-"""``search_memory`` as the front (``mcp.front``) answers it while FastMCP still loads.
+"""``search_memory`` as the front (``mcp.front``) answers it itself, also while FastMCP still loads.
 
 FastMCP's import takes 0.7-0.8 s of a two-core machine and the first request it serves
-0.2 s more, so a search Claude asks right after the opening waited about a second at a
-million messages although the search itself takes 0.05 s. The front answers such a call
-itself, with the same ``Searcher`` FastMCP's tools use afterwards (``mcp.opening``) and
-the same call (``search_memory`` below, which the FastMCP tool runs too), in the form
+0.2 s more, so a search Claude asked right after the opening waited about a second at a
+million messages although the search itself takes 0.05 s; and once FastMCP is up, its
+path for a call (argument validation, a worker thread, the result serialized twice, the
+SDK's models, the front's pass-through) costs a warm search 3-4 ms of its 30. The front
+answers the call itself, with the same ``Searcher`` FastMCP's tools use (``mcp.opening``)
+and the same call (``search_memory`` below, which the FastMCP tool runs too), in the form
 FastMCP gives: the result's JSON as text and as ``structuredContent``, a claude-chats
 error as ``isError`` with its message, the era's envelope (``resultType``, ``_meta``)
-recorded from FastMCP in ``answers.json`` with the other early answers.
+recorded from FastMCP in ``answers.json`` with the early answers.
 
 The front answers only what it is sure FastMCP would take as it is (``arguments``):
 known arguments of exactly the types and ranges of the tool's schema, a well-formed
@@ -31,7 +33,7 @@ CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"   # a modern-
 def search_memory(searcher, query, limit=5, project_path=None, mode="hybrid", session_id=None, role=None,
                   since=None, until=None, include_subagents=True, kinds=None, max_chars=MAX_CHARS, origin="human"):
     """What the ``search_memory`` tool runs, FastMCP's and the front's alike (the defaults are the
-    tool schema's: ``tests/mcp/test_early_search.py`` compares them)."""
+    tool schema's: ``tests/mcp/test_direct_search.py`` compares them)."""
     return searcher.search(query, limit=limit, mode=mode, project_path=current.project_path(project_path),
                            session_id=current.session_id(session_id), role=role, since=since, until=until,
                            include_subagents=include_subagents, kinds=kinds, max_chars=max_chars, origin=origin)

@@ -1,10 +1,11 @@
-"""A ``search_memory`` asked while FastMCP still loads, answered by ``chats mcp``'s front (``mcp.early``).
+"""``search_memory`` answered by ``chats mcp``'s front itself (``mcp.direct``), also while FastMCP loads.
 
 FastMCP's import takes most of a second on two cores, and Claude Code may ask its first memory
-search right after the opening. The front answers such a call itself, with the stores it opened as
-it started, as FastMCP would answer it; a call it is not sure FastMCP would take as it is goes to
-FastMCP. Each test drives a real process over stdio; a stand-in backend that never answers (or
-records what reaches it) shows what the front did alone.
+search right after the opening; once FastMCP is up, its path for a call costs a warm search 3-4 ms.
+The front answers the call itself, with the stores it opened as it started, as FastMCP would
+answer it; a call it is not sure FastMCP would take as it is goes to FastMCP. Each test drives a
+real process over stdio; a stand-in backend that never answers (or records what reaches it) shows
+what the front did alone.
 """
 
 import inspect
@@ -17,7 +18,7 @@ import time
 import pytest
 
 from claude_chats import paths
-from claude_chats.mcp import answers, early, front
+from claude_chats.mcp import answers, direct, front
 from tests.support.hooks import CHATS
 from tests.support.stand_ins import EmbedServer, chats, provider_env, turns, write
 from tests.support.wire import LEGACY, MODERN, Wire
@@ -39,6 +40,13 @@ def backend():
 Front(sys.argv[1], serve_backend=backend, opener=OPENER).serve()
 """
 REAL_STORES = FRONT.replace("OPENER", "open_stores")
+# The front without stores of its own, before FastMCP: every tool call is FastMCP's
+FASTMCP_ANSWERS = """
+import sys
+from claude_chats.mcp.front import Front
+
+Front(sys.argv[1]).serve()
+"""
 # A searcher whose search fails with an exception that is no claude-chats error
 BROKEN_STORES = FRONT.replace("OPENER", "Broken").replace("def backend", """class Broken:
     def warm(self):
@@ -107,13 +115,13 @@ def test_the_front_answers_a_search_as_fastmcp_does(journal, era):
     alone.start(era)
     for mid, arguments in enumerate(CALLS):
         call(alone, mid, arguments, era)
-    early_answers = {}
-    while len(early_answers) < len(CALLS):   # each in a thread of its own: in any order
+    direct_answers = {}
+    while len(direct_answers) < len(CALLS):   # each in a thread of its own: in any order
         message = alone.read()
-        early_answers[message["id"]] = message
+        direct_answers[message["id"]] = message
     assert alone.sigint()[0] == 0
 
-    served = Wire([*CHATS, "mcp"])
+    served = Wire([sys.executable, "-c", FASTMCP_ANSWERS, answers_file()])
     served.start(era)
     meta = {"_meta": answers.MODERN_META} if era == MODERN else {}
     served.send({"jsonrpc": "2.0", "id": 90, "method": "tools/call",   # only FastMCP answers it: it is up after
@@ -122,15 +130,15 @@ def test_the_front_answers_a_search_as_fastmcp_does(journal, era):
     for mid, arguments in enumerate(CALLS):
         call(served, mid, arguments, era)
         fastmcps = served.answer(mid, timeout=60)
-        assert comparable(early_answers[mid]) == comparable(fastmcps), arguments
+        assert comparable(direct_answers[mid]) == comparable(fastmcps), arguments
     assert served.sigint()[0] == 0
 
-    found = early_answers[0]["result"]
+    found = direct_answers[0]["result"]
     assert found["isError"] is False and found["structuredContent"]["modes_run"] == ["fulltext", "semantic"]
     assert found["structuredContent"]["hits"][0]["session_id"] == "sess-osprey"
     assert json.loads(found["content"][0]["text"]) == found["structuredContent"]
-    assert early_answers[5]["result"]["isError"] is True
-    assert "garbage" in early_answers[5]["result"]["content"][0]["text"]
+    assert direct_answers[5]["result"]["isError"] is True
+    assert "garbage" in direct_answers[5]["result"]["content"][0]["text"]
 
 
 @pytest.mark.parametrize("arguments, params", [
@@ -190,23 +198,25 @@ def test_fastmcp_uses_the_stores_the_front_opened(journal):
     call(wire, 1, {"query": "osprey cache eviction"})   # FastMCP is still loading: the front answers
     assert wire.answer(1, timeout=60)["result"]["structuredContent"]["hits"]
     opened = _journal_descriptors(wire.proc.pid)
-    wire.call_fastmcp()          # FastMCP is up
-    call(wire, 2, {"query": "heron deploy"})   # answered by FastMCP
+    wire.call_fastmcp()          # FastMCP is up, and reads the stores
+    call(wire, 2, {"query": "heron deploy"})   # answered by the front
     assert wire.answer(2, timeout=60)["result"]["structuredContent"]["hits"][0]["session_id"] == "sess-heron"
+    call(wire, 3, {"query": "heron deploy", "limit": "1"})   # FastMCP's (pydantic reads "1" as 1)
+    assert len(wire.answer(3, timeout=60)["result"]["structuredContent"]["hits"]) == 1
     assert opened and _journal_descriptors(wire.proc.pid) == opened   # no second opening of the stores
     assert wire.sigint()[0] == 0
 
 
-def test_the_early_searchs_defaults_are_the_tools():
-    """``early.search_memory``'s defaults are those of the schema FastMCP gives (the shipped tools list)."""
+def test_the_direct_searchs_defaults_are_the_tools():
+    """``direct.search_memory``'s defaults are those of the schema FastMCP gives (the shipped tools list)."""
     with open(front.SHIPPED, encoding="utf-8") as fh:
         tools = json.load(fh)["answers"][f"tools/list {MODERN}"]["result"]["tools"]
-    schema = next(t for t in tools if t["name"] == early.TOOL)["inputSchema"]
+    schema = next(t for t in tools if t["name"] == direct.TOOL)["inputSchema"]
     assert schema["required"] == ["query"]
-    parameters = inspect.signature(early.search_memory).parameters
+    parameters = inspect.signature(direct.search_memory).parameters
     defaults = {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}
     assert defaults == {name: spec["default"] for name, spec in schema["properties"].items() if name != "query"}
-    assert set(early.CHECKS) == set(schema["properties"])
+    assert set(direct.CHECKS) == set(schema["properties"])
 
 
 def _journal_descriptors(pid):
@@ -245,16 +255,16 @@ def _nothing_answered_before_a_ping(wire, mid):
             return
 
 
-def test_the_switch_interval_is_back_when_the_last_early_search_ends(tmp_path):
-    """Two early searches that overlap: the interval is short while either runs, and as it was after both."""
+def test_the_switch_interval_is_back_when_the_last_search_beside_the_import_ends(tmp_path):
+    """Two searches that overlap while FastMCP loads: the interval is short while either runs, and as it was after both."""
     wire = front.Front(str(tmp_path / "answers.json"), serve_backend=lambda: None)
     before = sys.getswitchinterval()
     try:
         wire._switching(+1)
         wire._switching(+1)
-        assert sys.getswitchinterval() == pytest.approx(front.EARLY_SWITCH)
+        assert sys.getswitchinterval() == pytest.approx(front.LOADING_SWITCH)
         wire._switching(-1)   # the first to start ends first
-        assert sys.getswitchinterval() == pytest.approx(front.EARLY_SWITCH)
+        assert sys.getswitchinterval() == pytest.approx(front.LOADING_SWITCH)
         wire._switching(-1)
         assert sys.getswitchinterval() == before
     finally:
