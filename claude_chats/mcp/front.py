@@ -68,6 +68,9 @@ BACKEND_GONE = 1.0            # seconds the pump gets to pass on FastMCP's last 
 SHAPED_BY = ("fastmcp", "fastmcp_slim", "mcp", "mcp_types", "pydantic", "pydantic_core")
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"   # a modern-era request's _meta key
 LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+# threads answering searches (started as needed): they take the searcher's lock in turn, more would only wait;
+# a client asking many at once cannot make the front start a thread for each
+SEARCH_WORKERS = 2
 LOADING_SWITCH = 0.00005   # seconds: the GIL's switch interval for a search while FastMCP loads (Front._switching)
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
@@ -167,6 +170,7 @@ class Front:
         self.lock = threading.Lock()  # one writer on the wire at a time
         self.backend_lock = threading.Lock()   # ... and on FastMCP's input
         self.switch_lock, self.searching, self.switch_interval = threading.Lock(), 0, None   # see _switching
+        self.jobs, self.pool_lock, self.workers, self.idle = None, threading.Lock(), 0, 0   # searches (_search)
         self.stopping = False
 
     # --- the process's plumbing -------------------------------------------------------------------
@@ -311,9 +315,25 @@ class Front:
         arguments = direct.arguments(params, named) if isinstance(envelope, dict) else None
         if arguments is None:
             return False
-        threading.Thread(target=self._answer_search, args=(message["id"], line, arguments, envelope),
-                         name="chats-search", daemon=True).start()
+        with self.pool_lock:
+            if self.jobs is None:
+                import queue   # (2.8 ms: not before the first search)
+
+                self.jobs = queue.SimpleQueue()
+            self.jobs.put((message["id"], line, arguments, envelope))
+            if self.idle == 0 and self.workers < SEARCH_WORKERS:
+                self.workers += 1
+                threading.Thread(target=self._search_worker, name="chats-search", daemon=True).start()
         return True
+
+    def _search_worker(self):
+        while True:
+            with self.pool_lock:
+                self.idle += 1
+            job = self.jobs.get()
+            with self.pool_lock:
+                self.idle -= 1
+            self._answer_search(*job)
 
     def _answer_search(self, mid, line, arguments, envelope):
         from . import direct

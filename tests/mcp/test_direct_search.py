@@ -269,3 +269,24 @@ def test_the_switch_interval_is_back_when_the_last_search_beside_the_import_ends
         assert sys.getswitchinterval() == before
     finally:
         sys.setswitchinterval(before)
+
+
+def test_many_searches_at_once_are_all_answered_by_a_few_threads(journal):
+    wire = Wire([sys.executable, "-c", REAL_STORES, answers_file()])
+    wire.start(MODERN)
+    threads = int(_status(wire.proc.pid)["Threads"])
+    for mid in range(200):
+        call(wire, mid, {"query": f"osprey cache eviction {mid}", "mode": "fulltext", "limit": 1})
+    most, answered = threads, set()
+    while len(answered) < 200:
+        message = wire.read()
+        answered.add(message["id"])
+        most = max(most, int(_status(wire.proc.pid)["Threads"]))
+    assert answered == set(range(200))
+    assert most <= threads + front.SEARCH_WORKERS + 2, (threads, most)   # + the stores' warm-up
+    assert wire.sigint()[0] == 0
+
+
+def _status(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        return dict(line.split(":\t", 1) for line in fh if ":\t" in line)
