@@ -49,8 +49,9 @@ import os
 import signal
 import sys
 import threading
+import time
 
-from .. import paths
+from .. import fdclaim, paths
 from . import stdin
 from .opening import Opening, open_stores
 
@@ -68,6 +69,7 @@ BACKEND_GONE = 1.0            # seconds the pump gets to pass on FastMCP's last 
 SHAPED_BY = ("fastmcp", "fastmcp_slim", "mcp", "mcp_types", "pydantic", "pydantic_core")
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"   # a modern-era request's _meta key
 LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+CLAIM_POLL = 0.01   # seconds between two looks at fd 1 while FastMCP has not claimed it (_watch_claim)
 # threads answering searches (started as needed): they take the searcher's lock in turn, more would only wait;
 # a client asking many at once cannot make the front start a thread for each
 SEARCH_WORKERS = 2
@@ -189,6 +191,8 @@ class Front:
             os.close(pipe_end)
         os.set_inheritable(self.backend_in, False)
         os.set_inheritable(backend_out, False)
+        fdclaim.hold()   # no model load plays with fd 1 until FastMCP's transport has claimed it
+        threading.Thread(target=self._watch_claim, args=(_identity(1),), name="chats-fd-claim", daemon=True).start()
         if self.opener is not None:
             self.opening = Opening(self.opener)
         self.backend = threading.Thread(target=self._run_backend, name="chats-fastmcp", daemon=True)
@@ -204,6 +208,16 @@ class Front:
         # The client is gone. A FastMCP still loading has opened nothing yet; one serving closes the stores.
         self._end(END_GRACE if self.backend_spoke else 0, 0)
 
+    def _watch_claim(self, pipe):
+        """Open ``fdclaim``'s gate once fd 1 is no longer FastMCP's pipe (``pipe``: its identity): the MCP
+        SDK's stdio transport has claimed it. Also when FastMCP ends, or after ``fdclaim.WAIT``."""
+        deadline = time.monotonic() + fdclaim.WAIT
+        try:
+            while _identity(1) == pipe and not self.stopping and time.monotonic() < deadline:
+                time.sleep(CLAIM_POLL)
+        finally:
+            fdclaim.release()
+
     def _run_backend(self):
         try:
             self.serve_backend()
@@ -212,6 +226,7 @@ class Front:
 
             traceback.print_exc(file=sys.stderr)
         finally:
+            fdclaim.release()
             if not self.stopping:   # FastMCP ended before its input did: it failed
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, 1)   # its end of the pipe: the pump passes on what is left, then sees the end
@@ -503,6 +518,15 @@ def _parse(line):
         return json.loads(line)
     except ValueError:
         return _NOT_JSON
+
+
+def _identity(fd):
+    """What ``fd`` refers to (device and inode), or None."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _private(fd):

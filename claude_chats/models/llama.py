@@ -10,7 +10,7 @@ import re
 import threading
 import time
 
-from .. import paths
+from .. import fdclaim, paths
 from ..errors import ProviderError, ProviderUnavailable
 from . import bundled, ollama_store
 from .base import DOCUMENT, QUERY, EmbeddingProvider, known_prefixes, require
@@ -180,6 +180,7 @@ class LlamaProvider(EmbeddingProvider):
             if self.pooling not in POOLING:
                 raise ProviderError(f"pooling must be one of {', '.join(POOLING)}, not {self.pooling!r}")
             kwargs["pooling_type"] = POOLING.index(self.pooling)
+        fdclaim.wait()   # the load points fd 1 at the null device and back: not under chats mcp's FastMCP claiming it
         try:
             batch = n_ctx or MAX_BATCH  # llama-cpp-python caps the batch at n_ctx
             return llama_cpp.Llama(model_path=self.path, embedding=True, n_ctx=n_ctx, n_batch=batch,

@@ -256,7 +256,8 @@ def _nothing_answered_before_a_ping(wire, mid):
 
 
 def test_the_switch_interval_is_back_when_the_last_search_beside_the_import_ends(tmp_path):
-    """Two searches that overlap while FastMCP loads: the interval is short while either runs, and as it was after both."""
+    """Two searches that overlap while FastMCP loads: the interval is short while either runs, and as it
+    was after both."""
     wire = front.Front(str(tmp_path / "answers.json"), serve_backend=lambda: None)
     before = sys.getswitchinterval()
     try:
@@ -290,3 +291,26 @@ def test_many_searches_at_once_are_all_answered_by_a_few_threads(journal):
 def _status(pid):
     with open(f"/proc/{pid}/status") as fh:
         return dict(line.split(":\t", 1) for line in fh if ":\t" in line)
+
+
+def test_a_model_loaded_before_fastmcp_is_up_does_not_cut_its_wire(tmp_path, monkeypatch, minilm,
+                                                                  test_model_path):
+    """llama.cpp's load points fd 1 at the null device and back; the first search loads the model while
+    FastMCP still loads, and FastMCP's transport claims fd 1 as its wire as it starts (``fdclaim``)."""
+    from claude_chats.localstore.journal import Journal
+    from claude_chats.models import with_text
+    from tests.support.journals import sync_corpus, write_corpus
+
+    with Journal.open(paths.journal_path()) as journal:
+        journal.import_files(write_corpus(tmp_path / "projects"))
+        sync_corpus(journal, with_text(minilm))
+    for key, value in {"CLAUDE_CHATS_MODEL": str(test_model_path), "CLAUDE_CHATS_THREADS": "1",
+                       "CLAUDE_CHATS_SYNC_INTERVAL": "0"}.items():
+        monkeypatch.setenv(key, value)
+    for server in range(3):
+        wire = Wire([*CHATS, "mcp"])
+        wire.start(MODERN)
+        call(wire, 1, {"query": "the id counter is never reset"})   # the front answers: the model loads now
+        assert wire.answer(1, timeout=60)["result"]["isError"] is False
+        assert wire.call_fastmcp()["structuredContent"]["sessions"], server   # only FastMCP answers it
+        assert wire.sigint()[0] == 0
