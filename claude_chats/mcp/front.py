@@ -32,11 +32,18 @@ announced with ``notifications/tools/list_changed``. Any other message and
 every answer of FastMCP's pass through unchanged. When no answer is known, the
 request waits for FastMCP, as before, and FastMCP's answer is saved.
 
+Started by ``chats mcp`` (with an ``opener``), the front also opens the stores as
+it starts and answers ``search_memory`` itself, while FastMCP loads and after
+(``mcp.direct``: the same call and the same answer as FastMCP's tool, which is
+then never asked); FastMCP's tools use the same stores. A call it is not sure
+FastMCP would take as it is goes on to FastMCP like any other message.
+
 The wire moves to private descriptors and FastMCP gets the pipes as fds 0
 and 1, which the ``mcp`` SDK's stdio transport claims as it claims a real
 stdio (fd 0 then reads the null device, fd 1 writes to stderr): a library that
 prints or moves fd 1 cannot corrupt the protocol, and a line that is not JSON
-on the pipe goes to stderr. SIGINT and
+on the pipe goes to stderr. Until that claim, a model load (which moves fd 1)
+waits (``fdclaim``). SIGINT and
 SIGTERM (how Claude Code stops a stdio server: SIGINT, SIGTERM 0.1 s later,
 then SIGKILL) end the process within ``STOP_GRACE``: FastMCP gets end of input
 to close the stores, and the process exits whether or not it has finished.
@@ -317,7 +324,7 @@ class Front:
         return None
 
     def _search(self, message, line):
-        """Answer a ``search_memory`` call in a thread of its own (True), if it is one the front may
+        """Queue a ``search_memory`` call for the front's search threads (True), if it is one the front may
         answer for FastMCP (``direct.arguments``) in a protocol version whose answers' envelope is known."""
         if self.opening is None:
             return False
