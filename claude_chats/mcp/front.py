@@ -413,6 +413,10 @@ class Front:
         answer = {k: message[k] for k in ("result", "error") if k in message}
         if key.startswith("initialize ") and "result" in answer:
             self.version = answer["result"].get("protocolVersion")
+        if "result" not in answer:
+            # FastMCP refused this request (a probe without the envelope Claude Code sends, say): that says
+            # what the request lacked, not what the next client will be answered; nothing is kept
+            return
         if self.answers.get(key) != answer:
             self.answers[key] = answer
             self._save()

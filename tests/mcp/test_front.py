@@ -217,3 +217,17 @@ def test_a_stray_print_does_not_reach_the_wire():
     wire.sigint()
     assert b"noise" not in wire.buf
     assert b"C noise" in wire.proc.stderr.read()
+
+
+def test_fastmcps_refusal_of_a_malformed_request_is_not_kept_for_the_next_start():
+    """A probe without the client's capabilities: FastMCP refuses it, but Claude Code's next probe, with
+    them, must still be answered as FastMCP answers that one."""
+    wire = Wire([str(CHATS), "mcp"])
+    probe = {"jsonrpc": "2.0", "id": "probe", "method": "server/discover",
+             "params": {"_meta": {front.PROTOCOL_VERSION: MODERN}}}
+    wire.send(probe)
+    wire.answer("probe")
+    wire.call_fastmcp()   # FastMCP has answered the front's copy of the probe before this
+    assert wire.sigint()[0] == 0
+    saved = json.load(open(answers_file()))["answers"] if os.path.exists(answers_file()) else {}
+    assert "error" not in saved.get(f"server/discover {MODERN}", {}), saved.get(f"server/discover {MODERN}")
