@@ -27,6 +27,12 @@ from ..search.core import MAX_CHARS
 from . import current, stdin
 
 TOOL = "search_memory"
+# search_memory's schema, which the FastMCP tool (mcp.server) is declared with and the front checks (CHECKS)
+LIMITS = (1, 50)                   # hits
+MAX_CHARS_LIMITS = (1000, 100_000)   # the result's size budget
+MODES = ("hybrid", "semantic", "fulltext")
+ROLES = ("user", "assistant", "system")
+ORIGINS = ("human", "machine", "any")
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"   # a modern-era request's _meta key
 
 
@@ -70,17 +76,17 @@ def _kinds(value):
 
 CHECKS = {   # the schema of FastMCP's tool (mcp.server), strictly: what pydantic would coerce goes to FastMCP
     "query": lambda value: type(value) is str,
-    "limit": _whole(1, 50),
+    "limit": _whole(*LIMITS),
     "project_path": _text_or_none,
-    "mode": _one_of("hybrid", "semantic", "fulltext"),
+    "mode": _one_of(*MODES),
     "session_id": _text_or_none,
-    "role": lambda value: value is None or _one_of("user", "assistant", "system")(value),
+    "role": lambda value: value is None or _one_of(*ROLES)(value),
     "since": _text_or_none,
     "until": _text_or_none,
     "include_subagents": lambda value: type(value) is bool,
     "kinds": _kinds,
-    "max_chars": _whole(1000, 100_000),
-    "origin": _one_of("human", "machine", "any"),
+    "max_chars": _whole(*MAX_CHARS_LIMITS),
+    "origin": _one_of(*ORIGINS),
 }
 
 

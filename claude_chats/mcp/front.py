@@ -66,8 +66,8 @@ ANSWERS = "mcp-answers.json"
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "answers.json")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The modules the tools' names, descriptions and schemas are written in (server.py, and the constants it
-# takes from transcript.KINDS and search.core.MAX_CHARS)
-TOOL_MODULES = ("mcp/server.py", "transcript.py", "search/core.py")
+# takes from direct (search_memory's limits and choices), transcript.KINDS and search.core.MAX_CHARS)
+TOOL_MODULES = ("mcp/server.py", "mcp/direct.py", "transcript.py", "search/core.py")
 OWN = "claude-chats-front/"   # id prefix of the copies of early-answered requests sent on to FastMCP
 STOP_GRACE = 0.05             # seconds FastMCP gets to close the stores on SIGINT/SIGTERM
 END_GRACE = 10.0              # ... on end of input

@@ -86,7 +86,7 @@ DESCRIPTION_CAP = 4096   # characters of a tool description Claude Code keeps in
 # FastMCP parses a tool function's docstring with griffe, whose import costs 0.1-0.2 s of start-up.
 
 Kind = Literal[transcript.KINDS]
-Origin = Annotated[Literal["human", "machine", "any"], Field(
+Origin = Annotated[Literal[direct.ORIGINS], Field(
     description="Which sessions: 'human' (default: started by a person in Claude Code), 'machine' (started by "
                 "scripts and SDK runs, e.g. `claude -p`), or 'any'.")]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -113,19 +113,19 @@ def create_server(open_searcher=None, opening=None):
     def search_memory(
         query: Annotated[str, Field(description="What to look for (words, or a sentence for semantic).")],
         ctx: Context,
-        limit: Annotated[int, Field(ge=1, le=50, description="Number of hits.")] = 5,
+        limit: Annotated[int, Field(ge=direct.LIMITS[0], le=direct.LIMITS[1], description="Number of hits.")] = 5,
         project_path: Annotated[str | None, Field(description=PROJECT_FIELD)] = None,
-        mode: Literal["hybrid", "semantic", "fulltext"] = "hybrid",
+        mode: Literal[direct.MODES] = "hybrid",
         session_id: Annotated[str | None, Field(
             description='Only this conversation; "current": the one you are in.')] = None,
-        role: Annotated[Literal["user", "assistant", "system"] | None, Field(
+        role: Annotated[Literal[direct.ROLES] | None, Field(
             description="Only what the person typed (user) or what the assistant wrote (assistant).")] = None,
         since: Annotated[str | None, Field(description="ISO date or date-time, inclusive (2025-01-31).")] = None,
         until: Annotated[str | None, Field(description="ISO date or date-time; a date covers its day.")] = None,
         include_subagents: Annotated[bool, Field(description="Also search subagent conversations.")] = True,
         kinds: Annotated[list[Kind] | None, Field(
             description="Message kinds (default: text, tool_use, tool_result, compact_summary).")] = None,
-        max_chars: Annotated[int, Field(ge=1000, le=100_000,
+        max_chars: Annotated[int, Field(ge=direct.MAX_CHARS_LIMITS[0], le=direct.MAX_CHARS_LIMITS[1],
                                         description="Size budget of the whole result.")] = MAX_CHARS,
         origin: Origin = "human",
     ) -> dict:
