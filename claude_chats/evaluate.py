@@ -28,7 +28,7 @@ from . import config
 from .errors import ClaudeChatsError
 from .localstore import vectors
 from .localstore.journal import Journal
-from .localstore.outbox import LocalVectors
+from .localstore.vectors import LocalVectors
 from .localstore.search import LocalSearch
 from .models.recipe import HEADER, RecipeProvider, embed_messages, with_previous
 from .models.spaces import canary_vector

@@ -6,9 +6,10 @@ live below all three. Timestamps stay ISO-8601 text (as the journal stores
 them); Postgres casts them, which is faster than parsing in Python.
 """
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:   # numpy is not imported at run time: `chats status` reads the outbox, which makes these
+    import numpy as np
 
 
 class Conversation(NamedTuple):
@@ -54,7 +55,7 @@ class VectorRow(NamedTuple):
     chunk_index: int
     start_char: int
     end_char: int
-    embedding: np.ndarray
+    embedding: "np.ndarray"
 
 
 class Batch(NamedTuple):

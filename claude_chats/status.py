@@ -11,7 +11,7 @@ import time
 
 from . import config, install, paths
 from .errors import ConfigError
-from .localstore import counts, erase, outbox, vectors
+from .localstore import counts, db, erase, outbox
 from .localstore.journal import Journal
 from .sync.lock import is_locked
 from .times import spoken
@@ -139,7 +139,7 @@ def backlog_section(settings, report):
     limits = recipe.limits if recipe is not None else ()
 
     def read(journal):
-        messages, chars, exact = counts.backlog(journal.conn, vectors.find_space(journal.conn, key), limits)
+        messages, chars, exact = counts.backlog(journal.conn, db.find_space(journal.conn, key), limits)
         out = {"space": key, "messages": messages, "chars": chars, "chars_exact": exact, "estimate_seconds": None}
         rate = (last.get("embedded_chars") or 0) / float(last.get("seconds") or 0) if last.get("seconds") else 0
         if rate and last.get("space") == key:

@@ -139,7 +139,7 @@ def provider_for(cached, value):
 
 def run_variant(journal, cached, value, sets, modes):
     from claude_chats import evaluate
-    from claude_chats.localstore.outbox import LocalVectors
+    from claude_chats.localstore.vectors import LocalVectors
     from claude_chats.localstore.search import LocalSearch
     from claude_chats.search.searcher import Searcher
     from claude_chats.sync.runner import run_sync

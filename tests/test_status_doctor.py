@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -88,6 +90,24 @@ def test_status_shows_the_backlog_its_estimate_and_a_running_syncs_progress():
     assert "running since 2026-12-01T10:00:00Z (pid 4242): 300 of 1,000 messages, 30% of the text, " \
            "1 min 05 s so far, about 2 min 32 s left" in text, text
     assert f"backlog: 2 messages to embed ({size:,} characters), about " in text and files
+
+
+def test_status_imports_no_numpy():
+    """`chats status` as a fresh process, over a journal with vectors and a backlog to count, loads neither
+    numpy nor simsimd (70-100 ms of its 0.22-0.28 s at 1M messages): what it reads of the outbox, the purge's
+    tombstones and the embedding recipe's limits needs neither."""
+    imported("s-1")
+    with Journal.open() as journal:
+        assert run_sync(config.load(), journal=journal, provider=HashEmbedder(), lock=False).ok
+    imported("s-2", n=2)
+    code = ("import sys; from claude_chats.cli import main; sys.argv = ['chats', 'status', '--offline']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    loaded = set(done.stderr.rpartition("MODULES ")[2].split())
+    assert "backlog: 2 messages to embed" in done.stdout, done.stdout + done.stderr
+    assert "claude_chats.models.recipe" in loaded and "claude_chats.localstore.outbox" in loaded
+    assert not loaded & {"numpy", "simsimd", "sqlite_vec", "psycopg"}, loaded & {"numpy", "simsimd", "sqlite_vec", "psycopg"}
 
 
 def test_status_reports_postgres_down_and_the_last_hook_error(monkeypatch):

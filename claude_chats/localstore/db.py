@@ -440,3 +440,9 @@ class Immediate:
     def _rollback(self):
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+
+
+def find_space(conn, key):
+    """Id of the space with ``key``, or None."""
+    row = conn.execute("SELECT id FROM spaces WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None

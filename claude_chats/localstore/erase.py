@@ -32,7 +32,7 @@ import apsw
 
 from .. import rawlines, times
 from ..errors import ConfigError
-from . import ftsparts, keptlines, vectors, writer
+from . import ftsparts, keptlines, writer
 from .db import SESSION_OF, Immediate, get_state, number_of, set_state
 
 KINDS = ("session", "project")
@@ -116,6 +116,7 @@ def sessions_covered(conn, target):
 
 def purge_local(conn, target, scrub_after=True):
     """Delete what ``target`` covers from the journal; returns the counts (see ``local_preview``)."""
+    from . import vectors   # numpy, simsimd: not imported by `chats status`, which reads this module
     counts = local_preview(conn, target)
     if not counts["messages"] and not _empty_sessions(conn, target):
         return counts
@@ -209,6 +210,7 @@ def _empty_sessions(conn, target):
 
 def _delete_vectors(conn, target):
     """Rows of each legacy sqlite-vec table (journals before the index) that belong to the purged messages."""
+    from . import vectors   # numpy, simsimd: not imported by `chats status`, which reads this module
     tables = {int(name[4:]) for (name,) in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vec_[0-9]*' "
         "AND name NOT GLOB 'vec_*_*'")}
@@ -298,6 +300,7 @@ def redact_stored(conn, clean, dry_run=False):
 
 def _rewrite_messages(conn, changed):
     """One transaction: new content (unless it changed meanwhile), vectors dropped, pending again."""
+    from . import vectors   # numpy, simsimd: not imported by `chats status`, which reads this module
     ids = [mid for _, mid, _ in changed]
     marks = ",".join("?" * len(ids))
     with Immediate(conn):

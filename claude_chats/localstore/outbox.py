@@ -3,9 +3,9 @@
 Functions over the journal's apsw connection (``journal.conn``): the sessions a
 batch needs as ``records.Conversation``, sessions renamed since their last push
 and the bookkeeping that a session version reached Postgres, each message's
-previous text message (the embedded text's context), and ``LocalVectors``: the
-vectors sync keeps in the journal (sqlite-vec), so offline semantic search works
-and a crashed or offline sync does not embed the same messages twice.
+and each message's previous text message (the embedded text's context). The vectors
+sync keeps in the journal are ``vectors.LocalVectors``'s (not imported here: numpy is
+not for ``chats status``, which reads this module's states).
 """
 
 import json
@@ -15,7 +15,7 @@ from datetime import datetime
 
 from .. import rawlines, times
 from ..records import Conversation, Message, RawLine
-from . import counts, db, ftsparts, ivf, keptlines, stamps, texts, uuids, vectors
+from . import counts, db, ftsparts, keptlines, stamps, texts, uuids
 from .db import Immediate
 
 _CONVERSATION_SQL = f"""
@@ -355,69 +355,3 @@ def previous_messages(conn, message_ids):
     before it in the journal (``conn``, apsw), wherever it is; messages without one are left out."""
     rows = conn.execute(_PREVIOUS_SQL, (json.dumps([int(i) for i in message_ids]),)).fetchall()
     return {m: (p, role, content) for m, p, role, content in rows}
-
-
-READ_AHEAD = 50_000   # chunks whose vectors one read of the index gathers for the next batches (75 MB at 384 dims)
-
-
-class LocalVectors:
-    """``prepare(space, canary)``, ``load(message_ids) -> {message_id: [Chunk]}``,
-    ``save({message_id: [Chunk]})`` (chunks as ``models.Chunk(index, start, end, vector)``)."""
-
-    def __init__(self, conn):
-        self.conn, self.space_id = conn, None
-        self.locator = ivf.Locator()   # where the space's chunks are in its lists, read once per run
-        self._ahead = None             # (first message id, last or None, {message id: [Chunk]}, data_version)
-
-    def prepare(self, space, canary):
-        """Use (creating if new) the journal's space for ``space`` (a ``models.Space``); a legacy vector
-        table is converted first, and an index that is gone is made again (``vectors.upgrade``, ``repair``)."""
-        self.space_id = vectors.ensure_space(self.conn, space, canary)
-        self.locator, self._ahead = ivf.Locator(), None
-        vectors.upgrade(self.conn, self.space_id, lambda: Immediate(self.conn))
-        vectors.repair(self.conn, self.space_id, lambda: Immediate(self.conn))
-        if ivf.exists(self.conn, self.space_id):
-            ivf.ensure_scan_index(self.conn, self.space_id, lambda: Immediate(self.conn))
-
-    def load(self, message_ids):
-        """The vectors the journal holds for these messages, read ahead: a sync asks batch after batch
-        in id order, and one read of the index serves many batches (``vectors.read_ahead``)."""
-        ids = sorted({int(m) for m in message_ids})
-        if not ids:
-            return {}
-        ahead, version = self._ahead, self.conn.execute("PRAGMA data_version").fetchall()[0][0]
-        if ahead is None or ids[0] < ahead[0] or (ahead[1] is not None and ids[-1] > ahead[1]) or \
-                version != ahead[3]:   # another process wrote since: a purged message's id may be taken again
-            found, last = vectors.read_ahead(self.conn, self.space_id, ids[0], READ_AHEAD, self.locator)
-            if last is not None and last < ids[-1]:   # the batch alone holds more chunks than that
-                self._ahead = None
-                return vectors.load_message_vectors(self.conn, self.space_id, ids, self.locator)
-            self._ahead = ahead = (ids[0], last, found, version)
-        return {m: ahead[2][m] for m in ids if m in ahead[2]}
-
-    def save(self, embedded):
-        """Store a batch's vectors in one journal transaction; returns the message ids kept.
-
-        A message purged since sync read it (``chats purge`` during the run) is skipped: its
-        vectors have nothing left to belong to. The write lock is taken first, so no purge
-        lands between the check and the writes.
-        """
-        with Immediate(self.conn):
-            kept = present(self.conn, embedded)
-            for message_id in kept:
-                vectors.write_message_vectors(self.conn, self.space_id, message_id, embedded[message_id])
-            vectors.zero_deleted(self.conn)   # vectors these replaced
-        ahead = self._ahead
-        if ahead is not None and any(embedded[m] or m in ahead[2] for m in kept):
-            self._ahead = None   # what was read ahead does not hold these any more (none: nothing changed)
-        return kept
-
-    def maintain(self, progress=None, busy=False):
-        """Keep the index in shape after vectors were written (``vectors.maintain``)."""
-        if self.space_id is None:
-            return None
-        return vectors.maintain(self.conn, self.space_id, lambda: Immediate(self.conn), progress, busy)
-
-
-def local_vectors(journal):
-    return LocalVectors(journal.conn)

@@ -25,7 +25,7 @@ from . import ivf
 from ..models.base import Space
 from ..models.chunking import Chunk
 from ..models.spaces import canary_from_blob, check_canary, mismatch_error
-from . import counts, db
+from . import counts, db, outbox
 
 
 def load_extension(conn):
@@ -60,25 +60,19 @@ def list_spaces(conn):
     return [(row[0], _space_from_row(row), canary_from_blob(row[6])) for row in rows]
 
 
-def find_space(conn, key):
-    """Id of the space with ``key``, or None."""
-    row = conn.execute("SELECT id FROM spaces WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
 def ensure_space(conn, space, canary):
     """Id of ``space`` (a models.Space), creating its row, vec table and trigger if new.
 
     ``canary`` is the space's canary vector (``models.canary_vector(provider)``),
     stored only when the space is created.
     """
-    space_id = find_space(conn, space.key)
+    space_id = db.find_space(conn, space.key)
     if space_id is not None:
         return space_id
     try:
         return _create_space(conn, space, canary)
     except apsw.ConstraintError:  # another process created it meanwhile
-        return find_space(conn, space.key)
+        return db.find_space(conn, space.key)
 
 
 def _create_space(conn, space, canary):
@@ -315,3 +309,69 @@ def check_space(conn, provider):
     if populated:
         raise mismatch_error(populated, configured, "no vectors of the configured model are stored")
     return None
+
+
+READ_AHEAD = 50_000   # chunks whose vectors one read of the index gathers for the next batches (75 MB at 384 dims)
+
+
+class LocalVectors:
+    """``prepare(space, canary)``, ``load(message_ids) -> {message_id: [Chunk]}``,
+    ``save({message_id: [Chunk]})`` (chunks as ``models.Chunk(index, start, end, vector)``)."""
+
+    def __init__(self, conn):
+        self.conn, self.space_id = conn, None
+        self.locator = ivf.Locator()   # where the space's chunks are in its lists, read once per run
+        self._ahead = None             # (first message id, last or None, {message id: [Chunk]}, data_version)
+
+    def prepare(self, space, canary):
+        """Use (creating if new) the journal's space for ``space`` (a ``models.Space``); a legacy vector
+        table is converted first, and an index that is gone is made again (``vectors.upgrade``, ``repair``)."""
+        self.space_id = ensure_space(self.conn, space, canary)
+        self.locator, self._ahead = ivf.Locator(), None
+        upgrade(self.conn, self.space_id, lambda: db.Immediate(self.conn))
+        repair(self.conn, self.space_id, lambda: db.Immediate(self.conn))
+        if ivf.exists(self.conn, self.space_id):
+            ivf.ensure_scan_index(self.conn, self.space_id, lambda: db.Immediate(self.conn))
+
+    def load(self, message_ids):
+        """The vectors the journal holds for these messages, read ahead: a sync asks batch after batch
+        in id order, and one read of the index serves many batches (``vectors.read_ahead``)."""
+        ids = sorted({int(m) for m in message_ids})
+        if not ids:
+            return {}
+        ahead, version = self._ahead, self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        if ahead is None or ids[0] < ahead[0] or (ahead[1] is not None and ids[-1] > ahead[1]) or \
+                version != ahead[3]:   # another process wrote since: a purged message's id may be taken again
+            found, last = read_ahead(self.conn, self.space_id, ids[0], READ_AHEAD, self.locator)
+            if last is not None and last < ids[-1]:   # the batch alone holds more chunks than that
+                self._ahead = None
+                return load_message_vectors(self.conn, self.space_id, ids, self.locator)
+            self._ahead = ahead = (ids[0], last, found, version)
+        return {m: ahead[2][m] for m in ids if m in ahead[2]}
+
+    def save(self, embedded):
+        """Store a batch's vectors in one journal transaction; returns the message ids kept.
+
+        A message purged since sync read it (``chats purge`` during the run) is skipped: its
+        vectors have nothing left to belong to. The write lock is taken first, so no purge
+        lands between the check and the writes.
+        """
+        with db.Immediate(self.conn):
+            kept = outbox.present(self.conn, embedded)
+            for message_id in kept:
+                write_message_vectors(self.conn, self.space_id, message_id, embedded[message_id])
+            zero_deleted(self.conn)   # vectors these replaced
+        ahead = self._ahead
+        if ahead is not None and any(embedded[m] or m in ahead[2] for m in kept):
+            self._ahead = None   # what was read ahead does not hold these any more (none: nothing changed)
+        return kept
+
+    def maintain(self, progress=None, busy=False):
+        """Keep the index in shape after vectors were written (``vectors.maintain``)."""
+        if self.space_id is None:
+            return None
+        return maintain(self.conn, self.space_id, lambda: db.Immediate(self.conn), progress, busy)
+
+
+def local_vectors(journal):
+    return LocalVectors(journal.conn)

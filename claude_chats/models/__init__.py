@@ -31,10 +31,13 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..hosts import is_local_host
-from .base import DOCUMENT, QUERY, EmbeddingProvider, Space, normalize, require
-from .chunking import Chunk, chunk_text, embed_texts
+from .chunking import DOCUMENT, QUERY, Chunk, chunk_text, embed_texts
 from .recipe import RecipeProvider, recipe_of, with_text
-from .spaces import CANARY_TEXT, canary_vector, check_canary, cosine
+
+# numpy's (``base``, ``spaces``): imported when first asked for, so that what needs none of them (``chats
+# status`` reading the embedding recipe's limits) does not pay numpy's import (70-100 ms)
+_LATER = {"EmbeddingProvider": "base", "Space": "base", "normalize": "base", "require": "base",
+          "CANARY_TEXT": "spaces", "canary_vector": "spaces", "check_canary": "spaces", "cosine": "spaces"}
 
 PROVIDERS = {
     "llama": "claude_chats.models.llama:LlamaProvider",
@@ -48,6 +51,12 @@ __all__ = [
     "RecipeProvider", "canary_vector", "check_canary", "chunk_text", "cosine", "embed_texts", "embedder",
     "check_provider_name", "get_provider", "is_remote", "normalize", "provider_class", "recipe_of", "register", "require", "with_text",
 ]
+
+
+def __getattr__(name):
+    if name in _LATER:
+        return getattr(importlib.import_module(f"{__name__}.{_LATER[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(name, target):

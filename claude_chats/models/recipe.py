@@ -31,7 +31,6 @@ from datetime import datetime
 
 from .. import transcript
 from ..errors import ConfigError
-from .base import Space
 from .chunking import Chunk, chunk_text, embed_texts
 
 LABELS = {"user": "user", "assistant": "assistant", "system": "system"}
@@ -212,6 +211,7 @@ class RecipeProvider:
 
     @property
     def space(self):
+        from .base import Space   # numpy: not for what reads a recipe's limits alone (``chats status``)
         base = self.provider.space
         return Space(base.provider, base.model, base.dimensions, {**base.options, "text": self.recipe.name})
 

@@ -182,7 +182,7 @@ class Syncer:
 
     ``provider`` embeds (an ``EmbeddingProvider``), ``store`` is a ``PgStore``
     or None (Postgres not configured or unreachable: embed only),
-    ``local`` keeps vectors in the journal (``localstore.outbox.LocalVectors``) or None,
+    ``local`` keeps vectors in the journal (``localstore.vectors.LocalVectors``) or None,
     ``redact`` cleans text before it leaves the machine, ``progress(SyncProgress)``
     is called after each slice embedded and each batch, ``workers`` is the number of
     Postgres connections pushing batches at once, ``index_kind`` ("ivfflat" or

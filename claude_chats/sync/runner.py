@@ -13,7 +13,7 @@ import apsw
 
 from .. import config
 from ..errors import PostgresUnavailable, ProviderError
-from ..localstore import outbox
+from ..localstore import outbox, vectors
 from ..localstore.journal import Journal
 from ..models import is_remote
 from ..purge import sync_purges
@@ -57,7 +57,7 @@ def run_sync(settings=None, journal=None, provider=None, store=None, local=None,
         except ProviderError as exc:
             return _failed(journal, f"no embedding model: messages stay pending, none is pushed until one is "
                                     f"set up: {exc}", unreachable, store, redactor(settings, None))
-        local = local if local is not None else outbox.local_vectors(journal)
+        local = local if local is not None else vectors.local_vectors(journal)
         redact = redact or redactor(settings, provider)
         report = Syncer(journal, provider, store, local, batch_size, redact, progress, workers,
                         index_kind or DEFAULT_INDEX_KIND).run()

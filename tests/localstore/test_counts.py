@@ -152,7 +152,7 @@ def test_sync_marks_synced_and_embeds_and_the_counts_follow(pg_db_url, monkeypat
         report = run_sync(config.load(), journal=journal, provider=provider, lock=False)
         assert report.ok, report.errors
         conn = journal.conn
-        space_id = vectors.find_space(conn, provider.space.key)
+        space_id = db.find_space(conn, provider.space.key)
         assert counts.messages(conn) == (report.pushed, 0)
         assert counts.backlog(conn, space_id, recipe.LEAN.limits) == (0, 0, True)
         assert counts.unembedded(conn, space_id, recipe.LEAN.skipped) == 0
@@ -217,7 +217,7 @@ def test_a_journal_only_sync_with_every_vector_there_reads_no_message(tmp_path):
         assert third.batches == 1 and third.embedded >= 1
         assert journal.conn.execute("SELECT count(*) FROM chunks c JOIN messages m ON m.id = c.message_id "
                                     "WHERE m.content = 'one more prompt'").fetchall()[0][0] == 1
-        assert counts.backlog(journal.conn, vectors.find_space(journal.conn, provider.space.key),
+        assert counts.backlog(journal.conn, db.find_space(journal.conn, provider.space.key),
                               recipe.LEAN.limits)[0] == 0
     assert_exact(paths.journal_path())
     # two tool results to embed, capped by the lean recipe: the characters are a bound, said "about"

@@ -319,11 +319,11 @@ def test_a_syncs_read_ahead_answers_each_batch_as_a_read_of_that_batch_would(con
     each read walks their pages): what it answers, batch after batch, is what reading the batch alone
     gives, also after this run replaced a message's vectors and after another process purged messages
     and its new ones took their ids."""
-    monkeypatch.setattr(outbox, "READ_AHEAD", 700)
+    monkeypatch.setattr(vectors, "READ_AHEAD", 700)
     space_id, stored = fill(conn, ["s1", "s2", "s3"], 1000)
     ivf.retrain(conn, space_id, tx(conn), nlist=16)
     provider = HashEmbedder()
-    local = outbox.LocalVectors(conn)
+    local = vectors.LocalVectors(conn)
     local.prepare(provider.space, canary_vector(provider))
     assert local.space_id == space_id
     ids = sorted(stored)
@@ -583,7 +583,7 @@ def test_a_space_made_before_the_tail_in_list_order_is_scanned_by_index_then_mad
     queries = clustered(10, seed=10)
     before = [reader.nearest(q, 20) for q in queries]
     provider = HashEmbedder()
-    outbox.LocalVectors(conn).prepare(provider.space, canary_vector(provider))
+    vectors.LocalVectors(conn).prepare(provider.space, canary_vector(provider))
     assert {f"ivf_{space_id}_tail_scan", f"ivf_{space_id}_tail_list"} <= _index_names(conn)
 
     def same_answers():

@@ -15,7 +15,7 @@ import pytest
 from claude_chats import config
 from claude_chats.errors import SearchError
 from claude_chats.faults import ENV as DIE_AT
-from claude_chats.localstore import ivf, vectors
+from claude_chats.localstore import db, ivf, vectors
 from claude_chats.localstore.journal import Journal
 from claude_chats.models import embedder, get_provider, with_text
 from claude_chats.pgstore.store import PgStore
@@ -52,7 +52,7 @@ def journal_only(**values):
 
 
 def stored(journal, provider, message_id):
-    space_id = vectors.find_space(journal.conn, provider.space.key)
+    space_id = db.find_space(journal.conn, provider.space.key)
     return vectors.load_message_vectors(journal.conn, space_id, [message_id])[message_id]
 
 
@@ -127,7 +127,7 @@ def test_per_kind_limits_embed_the_head_of_a_tool_result_and_no_thinking(empty_j
     assert chunk.start == 0 and 240 <= chunk.end <= 300 and head == output[:300].rsplit(" ", 1)[0] + " "
     want = minilm.embed_documents([f"user: run the tests\nuser (1 January 2026): {head}"])[0]
     assert float(chunk.vector @ want) > 0.9999
-    space_id = vectors.find_space(empty_journal.conn, provider.space.key)
+    space_id = db.find_space(empty_journal.conn, provider.space.key)
     assert vectors.load_message_vectors(empty_journal.conn, space_id, [kinds["thinking"]]) == {}
 
 
@@ -335,7 +335,7 @@ def test_backfill_killed_midway_converges(tmp_path, pg_db_url, die_at):
     remote = pg_vectors(pg_db_url, context)
     assert len(remote) == 24 and pg_message_count(pg_db_url) == 24
     with Journal.open(path) as journal:
-        space_id = vectors.find_space(journal.conn, context)
+        space_id = db.find_space(journal.conn, context)
         local = vectors.load_message_vectors(journal.conn, space_id, range(1, 25))
         uuids = dict(journal.conn.execute("SELECT id, chats_uuid(uuid) FROM messages").fetchall())
         assert vectors.count_unembedded(journal.conn, space_id) == 0

@@ -304,7 +304,7 @@ def test_the_vector_index_tail_is_folded_at_a_sixty_fourth_once_the_run_is_done(
     year's backlog folded at 1/64 would be folded 89 times); once the run's vectors are in, at 1/64 (a search
     reads its tail rows through SQL). Scaled down: lists from 100 vectors, a tail of 4 rows may fold, a slice
     of 4 messages embedded at a time."""
-    from claude_chats.localstore import ivf, vectors
+    from claude_chats.localstore import db, ivf, vectors
     from claude_chats.sync import engine
 
     monkeypatch.setattr(ivf, "TRAIN_AT", 100)
@@ -321,7 +321,7 @@ def test_the_vector_index_tail_is_folded_at_a_sixty_fourth_once_the_run_is_done(
     empty_journal.import_files([str(write_transcript(tmp_path, "s-a", 300))])
     assert sync(empty_journal, None).embedded == 300
     ((_, space, count, _messages),) = vectors.count_vectors(empty_journal.conn)
-    listed, tail = ivf.counts(empty_journal.conn, vectors.find_space(empty_journal.conn, space.key))
+    listed, tail = ivf.counts(empty_journal.conn, db.find_space(empty_journal.conn, space.key))
     assert listed + tail == count == 300
     assert tail < max(4, 300 // 64)                              # folded at the end ...
     assert {s for s, _ in shares[:-1]} == {16} and shares[-1][0] == 64
