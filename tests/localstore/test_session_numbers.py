@@ -55,8 +55,16 @@ def old_journal(folder, big=False):
     return path
 
 
-def version(path):
+def _reader(path):
+    """A read-only connection that waits for a writer's lock as the package's own do (``db.BUSY_TIMEOUT_MS``):
+    the migration in the background holds the journal's write lock while it converts it."""
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+    return conn
+
+
+def version(path):
+    conn = _reader(path)
     try:
         return db.user_version(conn)
     finally:
@@ -113,9 +121,9 @@ def _payload(folder, session="sess-later"):
 
 
 def _recorded(path, session):
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn = _reader(path)
     try:
-        if db.user_version(conn) < db.migration_files().index("0015_session_numbers_and_times.sql"):
+        if db.user_version(conn) <= db.migration_files().index("0015_session_numbers_and_times.sql"):   # not applied yet
             return conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session,)).fetchall()[0][0]
         return conn.execute(f"SELECT count(*) FROM messages WHERE session = {db.NUMBER}", (session,)).fetchall()[0][0]
     finally:

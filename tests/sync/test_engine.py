@@ -264,9 +264,17 @@ def test_the_indexes_build_beside_the_kept_lines_and_a_stop_leaves_them_to_the_n
     with PgStore.open(pg_db_url) as store:
         with pytest.raises(KeyboardInterrupt):
             Stopped(empty_journal, HashEmbedder(), store, batch_size=4).run()
-        idle = store.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                  "AND pid <> pg_backend_pid()").fetchone()[0]
-        assert idle == 0   # no build left running, no connection left open
+        # no build left running, no connection left open: a backend whose client closed leaves
+        # pg_stat_activity as its process ends, a moment later (1 run in 7 saw it still there); one left
+        # open stays
+        deadline = time.monotonic() + 10
+        while True:
+            others = store.conn.execute("SELECT pid, state, left(query, 60) FROM pg_stat_activity WHERE "
+                                        "datname = current_database() AND pid <> pg_backend_pid()").fetchall()
+            if not others or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert others == []
         report = Bulk(empty_journal, HashEmbedder(), store, batch_size=4).run()
         assert report.ok and report.raw_lines
         (space,) = store.spaces()
