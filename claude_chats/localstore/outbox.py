@@ -2,8 +2,8 @@
 
 Functions over the journal's apsw connection (``journal.conn``): the sessions a
 batch needs as ``records.Conversation``, sessions renamed since their last push
-and the bookkeeping that a session version reached Postgres, each message's
-and each message's previous text message (the embedded text's context). The vectors
+and the bookkeeping that a session version reached Postgres, and each message's
+previous text message (the embedded text's context). The vectors
 sync keeps in the journal are ``vectors.LocalVectors``'s (not imported here: numpy is
 not for ``chats status``, which reads this module's states).
 """
