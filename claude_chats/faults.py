@@ -10,7 +10,8 @@ journal not yet marked; for a backfill, its vectors not yet kept locally); and o
 --postgres``: ``mid-rewrite`` (a batch's rows updated, not committed) and ``after-rewrite``
 (committed, the next batch and the scrub not run); of the journal's vector index (``localstore.ivf``):
 ``mid-retrain`` (a batch copied into the shadow lists, not swapped in), ``before-drop-old`` (swapped in, the
-lists replaced not dropped yet: ``ivf.drop_old``) and ``mid-fold`` (a list rewritten, the others not); of the
+lists replaced not dropped yet: ``ivf.drop_old``), ``mid-fold`` (a list rewritten, the others not) and
+``mid-separate`` (a list's fine codes moved apart, the others not: ``ivf.separate``); of the
 journal's free pages given back (``db.reclaim``): ``mid-reclaim`` (a step's pages moved, not committed); of
 a heavy journal migration (``db.migrate``): ``mid-migration`` (its tables written again, not committed)
 and ``before-drop`` (committed, the old table not dropped yet: ``db.drop_leftovers``).

@@ -8,8 +8,14 @@ loaded per process (the in-memory index it replaces read every vector of the spa
 Tables of space ``n`` (created with the space, see ``vectors``):
 
 * ``ivf_<n>_lists(list, ids, scales, codes, fine)``: one row per list; blobs of its chunk ids
-  (int64, 0 = a deleted slot), scales (float32), coarse codes (int8, ``d`` each) and fine codes
-  (``codes.Codec``: ``d / 2`` bytes each, ``d`` in an index made before 2026-12-05).
+  (int64, 0 = a deleted slot), scales (float32), coarse codes (int8, ``d`` each) and, in an index made
+  before 2026-12-07 until ``separate`` moves them, its fine codes (``codes.Codec``: ``d / 2`` bytes each,
+  ``d`` in an index made before 2026-12-05); empty once they are in ``ivf_<n>_fine``.
+* ``ivf_<n>_fine(list, fine)``: the fine codes of each list whose own ``fine`` is empty (``fine_table``).
+  Kept apart so that reading a candidate's few fine bytes does not walk the list's coarse codes first:
+  the last column of a list's row begins some 400 KB into it at 1M, and SQLite reaches an offset of a
+  blob by following its overflow pages from the first (110 us a list against 9-12 apart: 2 ms of a
+  search re-ranking candidates from 20 lists).
 * ``ivf_<n>_tail(list, id, scale, codes, fine)``: chunks added since the lists were last
   rewritten, one row each (``chats sync`` appends here; ``maintain`` folds it into the lists), kept
   in order of list (``WITHOUT ROWID``, ``TAIL_TABLE``): a search reads the rows of the lists it probes
@@ -59,7 +65,11 @@ PASS_BYTES = 192 << 20   # what a retrain gathers in memory per pass over the ol
 def names(space_id):
     n = int(space_id)
     return {"lists": f"ivf_{n}_lists", "tail": f"ivf_{n}_tail", "meta": f"ivf_{n}_meta",
-            "dead": f"ivf_{n}_dead", "next": f"ivf_{n}_next", "old": f"ivf_{n}_old"}
+            "dead": f"ivf_{n}_dead", "next": f"ivf_{n}_next", "old": f"ivf_{n}_old",
+            "fine": f"ivf_{n}_fine", "next_fine": f"ivf_{n}_next_fine", "old_fine": f"ivf_{n}_old_fine"}
+
+
+FINE_TABLE = "CREATE TABLE IF NOT EXISTS {fine} (list INTEGER PRIMARY KEY, fine BLOB NOT NULL)"
 
 
 def exists(conn, space_id):
@@ -74,6 +84,7 @@ def create(conn, space_id):
         f"CREATE TABLE IF NOT EXISTS {t['lists']} (list INTEGER PRIMARY KEY, ids BLOB NOT NULL, "
         f"scales BLOB NOT NULL, codes BLOB NOT NULL, fine BLOB NOT NULL);"
         f"{TAIL_TABLE.format(tail=t['tail'])};"
+        f"{FINE_TABLE.format(fine=t['fine'])};"
         f"CREATE TABLE IF NOT EXISTS {t['meta']} (key TEXT PRIMARY KEY, value);"
         f"CREATE TABLE IF NOT EXISTS {t['dead']} (id INTEGER PRIMARY KEY);"
         f"CREATE TRIGGER IF NOT EXISTS ivf_{int(space_id)}_chunk_delete AFTER DELETE ON chunks "
@@ -126,6 +137,25 @@ def codec(conn, space_id):
 # -- writing ----------------------------------------------------------------------------------
 
 
+def fine_table(conn, t, lst):
+    """The table holding list ``lst``'s fine codes (``t``: ``names``): ``ivf_<n>_fine`` once they are apart
+    (the list's own ``fine`` empty while it has slots), else the lists' table."""
+    row = conn.execute(f"SELECT length(ids) > 0 AND length(fine) = 0 FROM {t['lists']} WHERE list = ?",
+                       (lst,)).fetchall()
+    return t["fine"] if row and row[0][0] else t["lists"]
+
+
+def list_row(conn, t, lst):
+    """``(ids, scales, codes, fine)`` blobs of list ``lst``, its fine codes read where they are; None: no such list."""
+    row = conn.execute(f"SELECT ids, scales, codes, fine FROM {t['lists']} WHERE list = ?", (lst,)).fetchall()
+    if not row:
+        return None
+    ids, scales, codes, fine = row[0]
+    if ids and not fine:
+        fine = conn.execute(f"SELECT fine FROM {t['fine']} WHERE list = ?", (lst,)).fetchall()[0][0]
+    return ids, scales, codes, fine
+
+
 def centroids(conn, space_id):
     rows = conn.execute(f"SELECT value FROM {names(space_id)['meta']} WHERE key = 'centroids'").fetchall()
     if not rows or rows[0][0] is None:
@@ -170,8 +200,10 @@ def zero_dead(conn, space_id):
         slots = np.flatnonzero(np.isin(ids, dead))
         if not len(slots):
             continue
-        for column, width in (("ids", 8), ("scales", 4), ("codes", form.dims), ("fine", form.fine_width)):
-            with conn.blob_open("main", t["lists"], column, lst, True) as blob:
+        fine = fine_table(conn, t, lst)
+        for table, column, width in ((t["lists"], "ids", 8), (t["lists"], "scales", 4), (t["lists"], "codes", form.dims),
+                                     (fine, "fine", form.fine_width)):
+            with conn.blob_open("main", table, column, lst, True) as blob:
                 for slot in slots.tolist():
                     blob.seek(slot * width)
                     blob.write(bytes(width))
@@ -238,6 +270,7 @@ def maintain(conn, space_id, transaction, progress=None, tail_share=TAIL_SHARE):
     if (not trained and total >= TRAIN_AT) or (trained and total >= RETRAIN_GROWTH * trained):
         retrain(conn, space_id, transaction, progress)
         return "retrained"
+    separate(conn, space_id, transaction)
     if tail >= max(TAIL_MIN, total // tail_share):
         fold(conn, space_id, transaction)
         return "folded"
@@ -253,15 +286,14 @@ def fold(conn, space_id, transaction):
                                 (lst,)).fetchall()
             if not rows:
                 continue
-            old = conn.execute(f"SELECT ids, scales, codes, fine FROM {t['lists']} WHERE list = ?", (lst,)).fetchall()
+            old = list_row(conn, t, lst)
             ids = np.array([r[0] for r in rows], np.int64).tobytes()
             scales = np.array([r[1] for r in rows], np.float32).tobytes()
             codes = b"".join(r[2] for r in rows)
             fine = b"".join(r[3] for r in rows)
             if old:
-                ids, scales, codes, fine = (a + b for a, b in zip(old[0], (ids, scales, codes, fine)))
-            conn.execute(f"INSERT OR REPLACE INTO {t['lists']}(list, ids, scales, codes, fine) VALUES (?, ?, ?, ?, ?)",
-                         (lst, ids, scales, codes, fine))
+                ids, scales, codes, fine = (a + b for a, b in zip(old, (ids, scales, codes, fine)))
+            _write_list(conn, t["lists"], t["fine"], lst, ids, scales, codes, fine)
             conn.execute(f"DELETE FROM {t['tail']} WHERE list = ?", (lst,))
         faults.point("mid-fold")
     if not tail_in_list_order(conn, space_id):
@@ -270,15 +302,38 @@ def fold(conn, space_id, transaction):
                 conn.execute(f"DROP TABLE {t['tail']}; {TAIL_TABLE.format(tail=t['tail'])}")
 
 
+def _write_list(conn, lists, fine_table, lst, ids, scales, codes, fine):
+    """List ``lst`` written whole: its ids, scales and coarse codes in ``lists``, its fine codes apart."""
+    conn.execute(FINE_TABLE.format(fine=fine_table))   # (an index made before 2026-12-07 has none yet)
+    conn.execute(f"INSERT OR REPLACE INTO {lists}(list, ids, scales, codes, fine) VALUES (?, ?, ?, ?, x'')",
+                 (lst, ids, scales, codes))
+    conn.execute(f"INSERT OR REPLACE INTO {fine_table}(list, fine) VALUES (?, ?)", (lst, fine))
+
+
+def separate(conn, space_id, transaction):
+    """Move the fine codes of the lists that still hold them (an index made before 2026-12-07) to
+    ``ivf_<n>_fine``, a list a transaction (a kill leaves each list whole in one place or the other);
+    returns how many lists moved."""
+    t = names(space_id)
+    inline = [lst for (lst,) in conn.execute(f"SELECT list FROM {t['lists']} WHERE length(fine) > 0").fetchall()]
+    for lst in inline:
+        with transaction():
+            row = list_row(conn, t, lst)
+            if row is not None:
+                _write_list(conn, t["lists"], t["fine"], lst, *row)
+        faults.point("mid-separate")
+    return len(inline)
+
+
 def _every_vector(conn, space_id):
     """``(ids, scales, codes, fine)`` batches of every live vector of the space (lists, then tail)."""
     t = names(space_id)
     form = codec(conn, space_id)
     for (lst,) in conn.execute(f"SELECT list FROM {t['lists']} ORDER BY list").fetchall():
-        row = conn.execute(f"SELECT ids, scales, codes, fine FROM {t['lists']} WHERE list = ?", (lst,)).fetchall()
-        if not row:
+        row = list_row(conn, t, lst)
+        if row is None:
             continue
-        ids, scales, codes, fine = row[0]
+        ids, scales, codes, fine = row
         ids = np.frombuffer(ids, np.int64)
         live = ids != 0
         yield (ids[live], np.frombuffer(scales, np.float32)[live], form.codes_rows(codes)[live],
@@ -340,7 +395,7 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
     order = np.argsort(ids_seen)
     ids_seen, lists_seen = ids_seen[order], lists_seen[order]
     with transaction():
-        conn.execute(f"DROP TABLE IF EXISTS {t['next']};"
+        conn.execute(f"DROP TABLE IF EXISTS {t['next']}; DROP TABLE IF EXISTS {t['next_fine']};"
                      f"CREATE TABLE {t['next']} (list INTEGER PRIMARY KEY, ids BLOB NOT NULL, scales BLOB NOT NULL, "
                      f"codes BLOB NOT NULL, fine BLOB NOT NULL)")
     # the new lists written a range at a time, each range gathered by one pass over the old lists: the
@@ -362,16 +417,18 @@ def retrain(conn, space_id, transaction, progress=None, nlist=None):
                 for lst in range(start, min(last, start + 64)):
                     parts = gathered.pop(lst, None)
                     if parts:
-                        conn.execute(f"INSERT INTO {t['next']} VALUES (?, ?, ?, ?, ?)",
-                                     (lst, *(np.ascontiguousarray(np.concatenate([p[k] for p in parts])).tobytes()
-                                             for k in range(4))))
+                        _write_list(conn, t["next"], t["next_fine"], lst,
+                                    *(np.ascontiguousarray(np.concatenate([p[k] for p in parts])).tobytes()
+                                      for k in range(4)))
                         done += sum(len(p[0]) for p in parts)
             faults.point("mid-retrain")
             if progress:
                 progress(done, total)
     drop_old(conn, space_id)
     with transaction():
-        conn.execute(f"ALTER TABLE {t['lists']} RENAME TO {t['old']}; ALTER TABLE {t['next']} RENAME TO {t['lists']};")
+        conn.execute(f"ALTER TABLE {t['lists']} RENAME TO {t['old']}; ALTER TABLE {t['next']} RENAME TO {t['lists']};"
+                     f"{FINE_TABLE.format(fine=t['fine'])}; {FINE_TABLE.format(fine=t['next_fine'])};"
+                     f"ALTER TABLE {t['fine']} RENAME TO {t['old_fine']}; ALTER TABLE {t['next_fine']} RENAME TO {t['fine']};")
         seen = json.dumps(ids_seen.tolist())
         conn.execute(f"DELETE FROM {t['tail']} WHERE id IN (SELECT value FROM json_each(?))", (seen,))
         # a chunk deleted while the passes ran may have been gathered already: zeroed below, as the dead are
@@ -397,9 +454,10 @@ def drop_old(conn, space_id):
     statement's own rollback (the journal's statements keep theirs in memory: ``db.connect``), about as
     many bytes as the index (BENCHMARKS.md, session 25). A kill between the two leaves the table to the
     next ``maintain``."""
-    old = names(space_id)["old"]
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (old,)).fetchall():
-        conn.execute(f"DROP TABLE IF EXISTS {old}")
+    t = names(space_id)
+    for old in (t["old"], t["old_fine"]):   # each in a statement of its own
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (old,)).fetchall():
+            conn.execute(f"DROP TABLE IF EXISTS {old}")
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -417,6 +475,7 @@ class Reader:
         self.live = 0        # chunks the last search's probed lists held
         self.size = 0        # vectors in the index (live or dead), as of ``version``
         self._codes = None   # a list's codes (``_buffer``)
+        self._apart = {}     # list -> whether its fine codes are in ``ivf_<n>_fine`` (read by ``_scan``)
 
     def refresh(self, version):
         """Read the dimensions, centroids and size again when the journal changed (``version``) or when
@@ -468,8 +527,12 @@ class Reader:
         then overwritten by the next list's): about 19 MB of codes at 1M are never held at once, nor as
         one float32 matrix (75 MB)."""
         chosen = "" if probe is None else f" WHERE list IN ({','.join(str(int(p)) for p in probe)})"
-        sizes = [(int(lst), int(n)) for lst, n in self.conn.execute(
-            f"SELECT list, length(ids) / 8 FROM {self.t['lists']}{chosen}") if n]
+        sizes, self._apart = [], {}
+        for lst, n, apart in self.conn.execute(
+                f"SELECT list, length(ids) / 8, length(fine) = 0 FROM {self.t['lists']}{chosen}"):
+            if n:
+                sizes.append((int(lst), int(n)))
+                self._apart[int(lst)] = bool(apart)
         tail = self.conn.execute(f"SELECT id, scale, codes FROM {self.t['tail']}{chosen}").fetchall()
         total = sum(n for _, n in sizes) + len(tail)
         ids, scales = np.empty(total, np.int64), np.empty(total, np.float32)
@@ -525,7 +588,8 @@ class Reader:
                                                  f"({','.join(map(str, tail))})"):
                 out[tail[chunk]] = np.frombuffer(fine, np.uint8)
         for lst, wanted in by_list.items():
-            with self.conn.blob_open("main", self.t["lists"], "fine", lst, False) as blob:
+            table = self.t["fine"] if self._apart.get(lst) else self.t["lists"]
+            with self.conn.blob_open("main", table, "fine", lst, False) as blob:
                 for row, slot in wanted:
                     blob.seek(slot * width)
                     blob.read_into(out[row])
@@ -582,14 +646,14 @@ def vectors_of(conn, space_id, chunk_ids, locator=None):
         locator = locator or Locator()
         if fresh:
             locator.read(conn, t["lists"])
-        rest = _from_lists(conn, t["lists"], form, locator, rest, out)
+        rest = _from_lists(conn, t, form, locator, rest, out)
         if len(rest) and not fresh:   # moved or added since the locator was read: read it again, once
             locator.read(conn, t["lists"])
-            _from_lists(conn, t["lists"], form, locator, rest, out)
+            _from_lists(conn, t, form, locator, rest, out)
     return out
 
 
-def _from_lists(conn, table, form, locator, wanted, out):
+def _from_lists(conn, t, form, locator, wanted, out):
     """Read into ``out`` the ``wanted`` chunks found in the lists where ``locator`` says (the id stored
     at the slot checked first); returns the ids not found so."""
     lists, slots, ids = locator.find(wanted)
@@ -599,7 +663,7 @@ def _from_lists(conn, table, form, locator, wanted, out):
     for part in np.split(np.arange(len(lists)), bounds) if len(lists) else []:
         lst, at, expect = int(lists[part[0]]), slots[part], ids[part]
         try:
-            with conn.blob_open("main", table, "ids", lst, False) as blob:
+            with conn.blob_open("main", t["lists"], "ids", lst, False) as blob:
                 stored = np.frombuffer(blob.read(), np.int64)
         except apsw.SQLError:   # the list is gone (a retrain since)
             continue
@@ -610,7 +674,8 @@ def _from_lists(conn, table, form, locator, wanted, out):
         if not len(at):
             continue
         parts = {}
-        for column, width in (("scales", 4), ("codes", form.dims), ("fine", form.fine_width)):
+        for table, column, width in ((t["lists"], "scales", 4), (t["lists"], "codes", form.dims),
+                                     (fine_table(conn, t, lst), "fine", form.fine_width)):
             with conn.blob_open("main", table, column, lst, False) as blob:
                 chunks = []
                 for slot in at.tolist():
@@ -664,4 +729,5 @@ class Locator:
 def drop(conn, space_id):
     t = names(space_id)
     conn.execute(f"DROP TRIGGER IF EXISTS ivf_{int(space_id)}_chunk_delete;" + "".join(
-        f"DROP TABLE IF EXISTS {t[k]};" for k in ("lists", "tail", "meta", "dead", "next", "old")))
+        f"DROP TABLE IF EXISTS {t[k]};" for k in ("lists", "tail", "meta", "dead", "next", "old", "fine", "next_fine",
+                                                  "old_fine")))

@@ -223,6 +223,8 @@ def test_tail_folds_into_the_lists_and_deleted_slots_are_zeroed(conn):
     assert stored_codes(conn, space_id, gone_chunks) == []
     assert set(ivf.live(conn, space_id).tolist()) == set(chunk_of(conn))
     blobs = b"".join(bytes(b) for row in conn.execute(f"SELECT codes, fine FROM ivf_{space_id}_lists") for b in row)
+    blobs += b"".join(bytes(b) for (b,) in conn.execute(f"SELECT fine FROM ivf_{space_id}_fine"))
+    assert len(blobs) > 3300 * (DIMS + DIMS // 2) - 1   # every code of the lists, coarse and fine
     assert not [c for c in codes if any(c) and c in blobs]
     ids, _ = ivf.Reader(conn, space_id).nearest(stored[gone[0]], 50)
     assert not set(ids.tolist()) & set(gone_chunks)
@@ -239,7 +241,8 @@ def test_an_index_made_before_keeps_its_eight_bit_codes_through_every_change(con
     ivf.fold(conn, space_id, tx(conn))
     stored.update(add_late(conn, space_id, "s1", clustered(50, seed=6), name="later"))   # left in the tail
     assert ivf.codec(conn, space_id).fine_bits == 8
-    widths = conn.execute(f"SELECT length(fine) / (length(ids) / 8) FROM ivf_{space_id}_lists").fetchall()
+    widths = conn.execute(f"SELECT length(f.fine) / (length(l.ids) / 8) FROM ivf_{space_id}_lists l "
+                          f"LEFT JOIN ivf_{space_id}_fine f USING (list)").fetchall()
     assert {w for (w,) in widths} == {DIMS}
     assert {len(f) for (f,) in conn.execute(f"SELECT fine FROM ivf_{space_id}_tail")} == {DIMS}
     chunks = chunk_of(conn)
@@ -275,6 +278,8 @@ conn = db.connect(sys.argv[1])
 space_id = int(sys.argv[2])
 if sys.argv[3] == "retrain":
     ivf.retrain(conn, space_id, lambda: Immediate(conn), nlist=32)
+elif sys.argv[3] == "separate":
+    ivf.separate(conn, space_id, lambda: Immediate(conn))
 else:
     ivf.fold(conn, space_id, lambda: Immediate(conn))
 """
@@ -498,6 +503,62 @@ def test_killed_mid_update_the_index_keeps_every_vector_once(tmp_path, step, poi
     conn.close()
 
 
+def _fine_inline(conn, space_id):
+    """The index as versions before 2026-12-07 kept it: each list's fine codes in its own row, no fine table."""
+    t = ivf.names(space_id)
+    with conn:
+        for lst, fine in conn.execute(f"SELECT list, fine FROM {t['fine']}").fetchall():
+            conn.execute(f"UPDATE {t['lists']} SET fine = ? WHERE list = ?", (fine, lst))
+        conn.execute(f"DROP TABLE {t['fine']}")
+
+
+def _answers(conn, space_id, chunks):
+    """What the index answers: nearest chunks and similarities of a few queries, and every vector decoded."""
+    found = [tuple(np.round(a, 6).tolist()) for q in clustered(8, seed=3)
+             for a in ivf.Reader(conn, space_id, scan=500).nearest(q, 20)]
+    back = ivf.vectors_of(conn, space_id, list(chunks))
+    return found, {c: back[c].tobytes() for c in chunks}
+
+
+def test_fine_codes_kept_in_their_lists_rows_are_read_there_and_moved_apart_a_list_at_a_time(tmp_path):
+    """An index made before 2026-12-07 keeps each list's fine codes at the end of its row: it answers as
+    it did, and ``maintain`` moves them to the fine table a list a transaction. Killed after the third
+    list, the index is half in each layout and answers the same; the next ``maintain`` finishes."""
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    space_id, _ = fill(conn, ["s1", "s2"], 1500)
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    chunks = chunk_of(conn)
+    before = _answers(conn, space_id, chunks)
+    assert conn.execute(f"SELECT count(*), sum(length(fine)) FROM ivf_{space_id}_lists").fetchall() == [(16, 0)]
+    _fine_inline(conn, space_id)
+    assert _answers(conn, space_id, chunks) == before
+    conn.close()
+    env = {**os.environ, ENV: "mid-separate@3", "PYTHONPATH": ROOT}
+    killed = subprocess.run([sys.executable, "-c", KILLER, path, str(space_id), "separate"], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    conn = db.connect(path)
+    inline = conn.execute(f"SELECT count(*) FROM ivf_{space_id}_lists WHERE length(fine) > 0").fetchall()[0][0]
+    assert inline == 13
+    assert _answers(conn, space_id, chunks) == before
+    ivf.maintain(conn, space_id, tx(conn))
+    assert conn.execute(f"SELECT count(*) FROM ivf_{space_id}_lists WHERE length(fine) > 0").fetchall()[0][0] == 0
+    assert conn.execute(f"SELECT count(*) FROM ivf_{space_id}_fine").fetchall()[0][0] == 16
+    assert _answers(conn, space_id, chunks) == before
+    stored = fill(conn, ["s3"], 100, seed=9)[1]    # and it goes on: a fold, a purge's zeroing, a retrain
+    ivf.fold(conn, space_id, tx(conn))
+    gone = [c for c, m in chunk_of(conn).items() if m in stored]
+    with conn:
+        conn.execute("DELETE FROM messages WHERE session = (SELECT number FROM session_numbers WHERE session_id = 's3')")
+        assert vectors.zero_deleted(conn) == len(gone)
+    assert _answers(conn, space_id, chunks) == before
+    ivf.retrain(conn, space_id, tx(conn), nlist=16)
+    assert sorted(ivf.live(conn, space_id).tolist()) == sorted(chunks)
+    assert not conn.execute("SELECT name FROM sqlite_master WHERE name LIKE ?", (f"ivf_{space_id}_%old%",)).fetchall()
+    conn.close()
+
+
 def test_a_retrain_does_not_hold_the_lists_it_replaces_in_memory(conn):
     """The old lists are dropped after the swap's commit: dropped inside it, SQLite kept every page of them
     in memory for the statement's rollback (the journal's temp store is memory), as many bytes as the index
@@ -505,7 +566,8 @@ def test_a_retrain_does_not_hold_the_lists_it_replaces_in_memory(conn):
     cache made small."""
     space_id, _ = fill(conn, [f"s{i}" for i in range(4)], 10_000)
     ivf.retrain(conn, space_id, tx(conn), nlist=16)
-    lists = conn.execute("SELECT sum(pgsize) FROM dbstat WHERE name = ?", (f"ivf_{space_id}_lists",)).fetchall()[0][0]
+    lists = conn.execute("SELECT sum(pgsize) FROM dbstat WHERE name IN (?, ?)",
+                         (f"ivf_{space_id}_lists", f"ivf_{space_id}_fine")).fetchall()[0][0]
     assert lists > 2_000_000
     conn.execute("PRAGMA cache_size = -64")
     apsw.memory_high_water(True)

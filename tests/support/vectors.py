@@ -45,7 +45,8 @@ def stored_codes(conn, space_id, chunk_ids, fine=True):
     for i, codes, fine_codes in conn.execute(f"SELECT id, codes, fine FROM {names['tail']}"):
         if i in wanted:
             out += [bytes(codes), bytes(fine_codes)][:2 if fine else 1]
-    for ids, codes, fine_codes in conn.execute(f"SELECT ids, codes, fine FROM {names['lists']}"):
+    for (lst,) in conn.execute(f"SELECT list FROM {names['lists']}").fetchall():
+        ids, _scales, codes, fine_codes = ivf.list_row(conn, names, lst)   # the fine codes where they are
         for slot, i in enumerate(np.frombuffer(ids, np.int64).tolist()):
             if i in wanted:
                 out += [bytes(codes[slot * form.dims:(slot + 1) * form.dims]),
