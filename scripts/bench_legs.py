@@ -111,12 +111,16 @@ def main():
     parser.add_argument("--data", default="/work/scale-data")
     parser.add_argument("--rounds", type=int, default=3, help="passes over bench_scale's queries per mode")
     parser.add_argument("--code", default=os.path.dirname(HERE), help="the claude_chats tree measured")
+    parser.add_argument("--for-model", action="store_true",
+                        help="open the searcher as the MCP server does (results redacted, the embedding on a deadline)")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: fulltext,semantic,hybrid")
+    parser.add_argument("--home", help="the home whose journal is searched (default: <data>/<size>/home-this)")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     folder = os.path.join(args.data, str(args.size))
     if args.serve_model:
         return serve_model(folder)
-    home = os.path.join(folder, "home-this")
+    home = args.home or os.path.join(folder, "home-this")
     if not os.path.exists(os.path.join(home, "journal.db")):
         raise SystemExit(f"no journal at {home}: make it with scripts/bench_scale.py --sizes {args.size}")
     model = subprocess.Popen([sys.executable, __file__, "--serve-model", "--size", str(args.size), "--data", args.data],
@@ -133,10 +137,11 @@ def main():
             found = importlib.import_module(module)
             spans.wrap(getattr(found, owner) if owner else found, name, label)
         print(f"{args.code}: {args.size:,} messages, {len(bench_scale.QUERIES)} queries x {args.rounds}, "
-              f"the model in process {model.pid}; load {bench_scale.load()}", flush=True)
-        searcher = stores.open_searcher(use_postgres=False)
+              f"the model in process {model.pid}"
+              f"{', opened for the model' if args.for_model else ''}; load {bench_scale.load()}", flush=True)
+        searcher = stores.open_searcher(use_postgres=False, for_model=args.for_model)
         try:
-            for mode in MODES:
+            for mode in args.modes.split(","):
                 walls, steps, timings = run_pass(searcher, spans, mode, args.rounds)
                 print(f"\n{mode}: wall p50 {statistics.median(walls):.1f} ms, mean {statistics.mean(walls):.1f}; "
                       + ", ".join(f"timings_ms.{k} p50 {statistics.median(v):.1f}" for k, v in timings.items())
