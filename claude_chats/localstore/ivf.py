@@ -507,17 +507,19 @@ class Reader:
         ids, scales, coarse, lists, slots = self._scan(probe, q)
         if not len(ids):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        coarse[ids == 0] = -np.inf
-        pick = np.flatnonzero(ids != 0)
-        self.live = len(pick)
+        dead = ids == 0
+        self.live = len(ids) - int(np.count_nonzero(dead))
         rerank = count + max(count // RERANK_SHARE, RERANK_MIN)   # the coarse order is within ~1e-3: a margin
-        if len(pick) > rerank:
-            pick = pick[np.argpartition(-coarse[pick], rerank - 1)[:rerank]]
+        if self.live > rerank:   # the best ``rerank``, all live: a dead slot scores -inf (0.4 against 1.1 ms at 70k)
+            coarse[dead] = -np.inf
+            pick = np.argpartition(coarse, len(coarse) - rerank)[len(coarse) - rerank:]
+        else:
+            pick = np.flatnonzero(~dead)
         if keep is not None and len(pick):
             pick = pick[np.asarray(keep(ids[pick]), bool)]
         fine = self._fine(pick, ids, lists, slots)
         exact = coarse[pick] + np.einsum("ij,j->i", self.codec.residual(fine), q) * scales[pick]
-        order = np.argsort(-exact, kind="stable")[:count]
+        order = np.lexsort((ids[pick], -exact))[:count]   # equal scores (a vector stored twice) by chunk id
         return ids[pick[order]], exact[order].astype(np.float32)
 
     def _scan(self, probe, q):

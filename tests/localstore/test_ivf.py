@@ -780,3 +780,17 @@ def test_a_search_reads_one_state_of_the_index_and_leaves_no_transaction_open(tm
     after, _ = reader.nearest(q, 10)
     assert before.tolist() == inside.tolist() == after.tolist()
     assert {chunks[i] for i in after.tolist()} == exact_top(stored, q)
+
+
+def test_chunks_of_one_vector_are_answered_in_the_order_of_their_ids(conn):
+    """Equal scores (the same vector stored for several chunks) come in the order of the chunks' ids, whatever
+    order the scan found them in: the answer does not depend on how the candidates were picked."""
+    space_id, _ = fill(conn, ["s1"], 600)
+    ivf.retrain(conn, space_id, tx(conn), nlist=8)
+    twin = clustered(1, seed=21)[0]
+    late = add_late(conn, space_id, "s1", np.stack([twin] * 5))
+    ivf.fold(conn, space_id, tx(conn))
+    chunks = {m: c for c, m in chunk_of(conn).items()}
+    ids, sims = ivf.Reader(conn, space_id).nearest(twin, 5)
+    assert ids.tolist() == sorted(chunks[m] for m in late)
+    assert len(set(sims.tolist())) == 1
