@@ -21,6 +21,7 @@ from . import ftsparts
 FUNCTION = "chats_bm25"   # and the ranker's number: ``chats_bm25_3``
 _MADE = [0]               # rankers made in this process (each registers a function of its own)
 K1, B = 1.2, 0.75
+_ONE_MINUS_B, _K1_PLUS_1 = 1 - B, K1 + 1.0   # (``Ranker._score``)
 COUNTS_KEPT = 10_000   # phrase counts kept for one state of the journal, at most
 PART_COUNTS_KEPT = 100_000   # phrase counts of sealed parts kept across states (``_count``), at most
 
@@ -207,12 +208,17 @@ class Ranker:
         return "rank" if self.idf is None else f"{self.function}({table})"
 
     def _score(self, api):
+        """Called for every match (2,000 a search at 1M): the same arithmetic as fts5_aux.c, in its order of
+        operations, with what a call need not repeat taken out (``_ONE_MINUS_B``, ``_K1_PLUS_1``) and a
+        phrase the row does not hold skipped (it adds 0.0)."""
         idf = self.idf
         if idf is None or len(idf) != api.phrase_count:
             raise ValueError(f"{self.function}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
-        length = K1 * (1 - B + B * api.column_size(-1) / self.avgdl)   # fts5_aux.c's order of operations
+        length = K1 * (_ONE_MINUS_B + B * api.column_size(-1) / self.avgdl)
+        offsets = api.phrase_column_offsets
         score = 0.0
         for i, weight in enumerate(idf):
-            freq = float(len(api.phrase_column_offsets(i, 0)))
-            score += weight * ((freq * (K1 + 1.0)) / (freq + length))
-        return -1.0 * score
+            freq = len(offsets(i, 0))
+            if freq:
+                score += weight * ((freq * _K1_PLUS_1) / (freq + length))
+        return -score
