@@ -7,7 +7,7 @@ import pytest
 from claude_chats.errors import ProviderUnavailable, SearchError, SpaceMismatchError
 from claude_chats.localstore import vectors
 from claude_chats.localstore.fts import fts_match
-from claude_chats.localstore.search import LocalSearch
+from claude_chats.localstore.search import LocalSearch, _spans
 from claude_chats.models import Chunk
 from claude_chats.search.core import LEG_WEIGHTS, Candidate, cap_per_session, fuse
 from claude_chats.search.searcher import Searcher
@@ -372,3 +372,51 @@ def test_vector_leg_looks_chunks_up_a_batch_at_a_time_and_keeps_what_one_read_ke
         assert expected   # each filter keeps some
         for limit in (1, 2, len(expected) // 2 or 1, len(expected), len(expected) + 5):
             assert search._preselected(ids, similarities, where, args, limit) == expected[:limit], (filters, limit)
+
+
+def test_full_text_looks_up_only_the_places_that_can_rank_and_ranks_what_looking_all_up_ranks(tmp_path, monkeypatch):
+    """The messages around the lenders are looked up only where what they could borrow reaches the lenders'
+    own bar (``LocalSearch._may_rank``): the same candidates, scores and order as looking every place up,
+    over sessions where neighbours lend much and little, some messages of kinds the filters leave out and
+    sessions a machine made (places that do not pass), for many queries and pool sizes."""
+    import random
+
+    from claude_chats.localstore import db, writer
+    from claude_chats.localstore.journal import Journal
+    from claude_chats.search.core import Filters, Plan
+
+    rng = random.Random(5)
+    words = [f"w{n}" for n in range(40)]
+    path = str(tmp_path / "journal.db")
+    conn = db.connect(path)
+    with conn:
+        for s in range(30):
+            session = f"s{s}"
+            conn.execute("INSERT INTO sessions(id, updated_at, machine_made) VALUES (?, '2026-01-01', ?)",
+                         (session, int(s % 7 == 6)))
+            for seq in range(rng.randint(5, 60)):
+                text = " ".join(rng.choice(words[:rng.choice((8, 40))]) for _ in range(rng.randint(1, 30)))
+                kind = "tool_result" if rng.random() < 0.2 else "text"
+                conn.execute("INSERT INTO messages(uuid, session, seq, role, kind, content) VALUES (?, ?, ?, ?, ?, ?)",
+                             (f"{session}-{seq}", writer.session_number(conn, session), seq,
+                              rng.choice(("user", "assistant")), kind, text))
+    conn.close()
+    search = LocalSearch(Journal.open(path))
+    pruned = LocalSearch._may_rank
+    looked_up, every = [], lambda self, lenders, matched, plan: self._around(_spans(matched), plan.filters)
+    try:
+        compared = 0
+        for q in range(60):
+            text = " ".join(rng.sample(words, rng.randint(1, 4)))
+            for candidates in (3, 10, 40):
+                kinds = None if q % 3 else ["text"]
+                plan = Plan(text, ("fulltext",), Filters.build(kinds=kinds), candidates=candidates, match="any")
+                monkeypatch.setattr(LocalSearch, "_may_rank", every)
+                want = [(c.key, c.session_id, c.scores) for c in search.fulltext(plan)]
+                monkeypatch.setattr(LocalSearch, "_may_rank", lambda *a: looked_up.append(1) or pruned(*a))
+                got = [(c.key, c.session_id, c.scores) for c in search.fulltext(plan)]
+                assert got == want, (text, candidates)
+                compared += bool(want)
+        assert compared > 150 and len(looked_up) > 150
+    finally:
+        search.close()
