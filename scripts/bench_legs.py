@@ -2,8 +2,8 @@
 """Where a warm search's time goes, step by step, on bench_scale's journal (issue 22: the MCP server's warm
 hybrid p50, budget 30 ms at 1M messages).
 
-The searcher is opened in this process as ``chats mcp`` opens it (``stores.open_searcher``, the journal
-alone); the embedding model answers over the Ollama wire from a child process (bench_scale's stand-in,
+The searcher is opened in this process over the journal alone (``stores.open_searcher``; with
+``--for-model`` exactly as ``chats mcp`` opens it: results redacted, the embedding on a deadline); the embedding model answers over the Ollama wire from a child process (bench_scale's stand-in,
 the real model for queries), so its CPU competes with the search's as it does beside ``chats mcp``. Each
 step is timed by wrapping the method that does it: its time (summed over its calls in one search) and
 when it ended, from the search's start, as p50 over bench_scale's queries. Three passes, each warmed
@@ -11,10 +11,10 @@ first: full text alone, semantic alone, hybrid (the query embedded and the vecto
 full-text leg runs). The step that ends last before ``fuse`` is the hybrid search's critical path.
 
     nice -n 5 .venv/bin/python scripts/bench_legs.py [--size 1000000] [--data /work/scale-data]
-        [--rounds 3] [--code DIR]
+        [--rounds 3] [--code DIR] [--for-model] [--modes fulltext,semantic,hybrid] [--home DIR]
 
-The journal is bench_scale's (``<data>/<size>/home-this``, made by ``bench_scale.py --sizes SIZE``).
-"""
+The journal is bench_scale's (``<data>/<size>/home-this``, made by ``bench_scale.py --sizes SIZE``), or
+``--home``'s (a copy in another layout, searched by the code of ``--code``)."""
 
 import argparse
 import os
