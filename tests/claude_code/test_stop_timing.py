@@ -108,8 +108,10 @@ def test_interactive_final_answer_stored_by_its_own_stop(probed, figures):
         shown = probed.show_at(replay["journal"], run["payload"]["session_id"])
         on_disk = _texts_on_disk(replay["transcript"], replay["offset"])
         stored_texts = [m["content"] for m in shown["messages"]] if shown else []
-        # (a transcript Claude Code had not created yet at Stop leaves nothing on disk to check)
-        if (run["transcript"]["exists"] and not on_disk) or not set(on_disk) <= set(stored_texts):
+        # (a transcript Claude Code had not created yet at Stop leaves nothing on disk to check; nor does one
+        # holding only its opening records: 2.1.332 interactive wrote `mode`, `permission-mode` and
+        # `atis-latch` lines, 281 bytes, before the prompt's, and fired a Stop then, seen once in CI)
+        if (run["transcript"]["exists"] and not replay["offset"]) or not set(on_disk) <= set(stored_texts):
             # the replay itself did not work: a harness failure, not the defect (RuntimeError is not xfailed)
             raise RuntimeError(f"the replayed hook run did not store what was on disk: {replay}")
         final = run["payload"]["last_assistant_message"]
