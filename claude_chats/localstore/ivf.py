@@ -70,6 +70,7 @@ def names(space_id):
 
 
 FINE_TABLE = "CREATE TABLE IF NOT EXISTS {fine} (list INTEGER PRIMARY KEY, fine BLOB NOT NULL)"
+APART = "(length(ids) > 0 AND length(fine) = 0)"   # a list row whose fine codes are in ``ivf_<n>_fine``
 
 
 def exists(conn, space_id):
@@ -140,8 +141,7 @@ def codec(conn, space_id):
 def fine_table(conn, t, lst):
     """The table holding list ``lst``'s fine codes (``t``: ``names``): ``ivf_<n>_fine`` once they are apart
     (the list's own ``fine`` empty while it has slots), else the lists' table."""
-    row = conn.execute(f"SELECT length(ids) > 0 AND length(fine) = 0 FROM {t['lists']} WHERE list = ?",
-                       (lst,)).fetchall()
+    row = conn.execute(f"SELECT {APART} FROM {t['lists']} WHERE list = ?", (lst,)).fetchall()
     return t["fine"] if row and row[0][0] else t["lists"]
 
 
@@ -531,7 +531,7 @@ class Reader:
         chosen = "" if probe is None else f" WHERE list IN ({','.join(str(int(p)) for p in probe)})"
         sizes, self._apart = [], {}
         for lst, n, apart in self.conn.execute(
-                f"SELECT list, length(ids) / 8, length(fine) = 0 FROM {self.t['lists']}{chosen}"):
+                f"SELECT list, length(ids) / 8, {APART} FROM {self.t['lists']}{chosen}"):
             if n:
                 sizes.append((int(lst), int(n)))
                 self._apart[int(lst)] = bool(apart)
