@@ -16,7 +16,7 @@ import math
 
 import apsw
 
-from . import ftsparts
+from . import ftslengths, ftsparts
 
 FUNCTION = "chats_bm25"   # and the ranker's number: ``chats_bm25_3``
 _MADE = [0]               # rankers made in this process (each registers a function of its own)
@@ -44,10 +44,17 @@ def phrases(match):
 
 
 class Ranker:
-    """``score(table)``: the SQL of a message's bm25 for the expression last ``prepare``d, over ``names``."""
+    """``score(table)``: the SQL of a message's bm25 for the expression last ``prepare``d, over ``names``.
 
-    def __init__(self, conn):
+    ``lengths``: a sealed part's message lengths are read from what ``chats sync`` keeps of them
+    (``ftslengths``) rather than asked of FTS5 row by row; the same lengths, so the same scores. A searching
+    process's choice: the hook's hints, a fresh process a prompt, rank a few hundred rows and read nothing
+    more."""
+
+    def __init__(self, conn, lengths=False):
         self.conn = conn
+        self._lengths = ftslengths.Lengths(conn) if lengths else None
+        self._kept_lengths, self._which = [], {}   # per table prepared: (first, array) or None; its number
         self.idf, self.avgdl = None, 1.0
         self.hits = []   # messages holding each phrase of the expression prepared, over every table
         self._registered = False
@@ -79,6 +86,11 @@ class Ranker:
             r, t = self._stamps[name] = ftsparts.totals(self.conn, name)
             rows, tokens = rows + r, tokens + t
         self.avgdl = tokens / rows if rows else 1.0
+        self._which = {name: i for i, name in enumerate(names)}
+        if self._lengths is not None:
+            self._lengths.keep_only(names)
+            self._kept_lengths = [None if name == ftsparts.HEAD else self._lengths.of(name, self._stamps[name])
+                                  for name in names]
         self.idf, self.hits = [], []
         for phrase in phrases(match):
             hits = counts.get(phrase)
@@ -205,16 +217,29 @@ class Ranker:
 
     def score(self, table):
         """The SQL expression ranking a row of ``table`` (lower is better, as ``rank``)."""
-        return "rank" if self.idf is None else f"{self.function}({table})"
+        if self.idf is None:
+            return "rank"
+        if self._lengths is None:
+            return f"{self.function}({table})"
+        return f"{self.function}({table}, {self._which.get(table, -1)})"
 
-    def _score(self, api):
+    def _score(self, api, which=-1):
         """Called for every match (2,000 a search at 1M): the same arithmetic as fts5_aux.c, in its order of
         operations, with what a call need not repeat taken out (``_ONE_MINUS_B``, ``_K1_PLUS_1``) and a
-        phrase the row does not hold skipped (it adds 0.0)."""
+        phrase the row does not hold skipped (it adds 0.0). ``which``: the table's number in ``prepare``'s
+        names, whose kept lengths give the row's (-1, or none kept: FTS5's ``column_size``)."""
         idf = self.idf
         if idf is None or len(idf) != api.phrase_count:
             raise ValueError(f"{self.function}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
-        length = K1 * (_ONE_MINUS_B + B * api.column_size(-1) / self.avgdl)
+        size = 0
+        kept = self._kept_lengths[which] if 0 <= which < len(self._kept_lengths) else None
+        if kept is not None:
+            at = api.rowid - kept[0]
+            if 0 <= at < len(kept[1]):
+                size = kept[1][at]
+        if not size or size == ftslengths.LONG:
+            size = api.column_size(-1)
+        length = K1 * (_ONE_MINUS_B + B * size / self.avgdl)
         offsets = api.phrase_column_offsets
         score = 0.0
         for i, weight in enumerate(idf):

@@ -32,7 +32,7 @@ import apsw
 
 from .. import rawlines, times
 from ..errors import ConfigError
-from . import ftsparts, keptlines, writer
+from . import ftslengths, ftsparts, keptlines, writer
 from .db import SESSION_OF, Immediate, get_state, number_of, set_state
 
 KINDS = ("session", "project")
@@ -124,6 +124,7 @@ def purge_local(conn, target, scrub_after=True):
     with Immediate(conn):
         sql, args = _local_sql(target, "m.id")
         held = ftsparts.holding(conn, sql, args)
+        ftslengths.forget(conn, held)   # the purged messages' lengths with them
         merged = [name for name, n in held.items() if n * SECURE_DELETE_SHARE > ftsparts.rows(conn, name)]
         if merged:
             _merge_instead(conn, merged)

@@ -63,17 +63,17 @@ def rows(conn, name):
 def totals(conn, name):
     """(messages, tokens) that ``name`` indexes: FTS5's averages record (``%_data`` rowid 1: the row
     total, then each column's token total, varints in SQLite's format), read in O(1)."""
-    _check(name)
+    check(name)
     found = conn.execute(f"SELECT block FROM {name}_data WHERE id = 1").fetchall()
     blob = (found[0][0] if found else b"") or b""
     values, at = [], 0
     while len(values) < 2:
-        value, at = _varint(blob, at)
+        value, at = varint(blob, at)
         values.append(value)
     return tuple(values)
 
 
-def _varint(blob, at):
+def varint(blob, at):
     """(value, next offset) of the SQLite varint at ``at``; 0 past the end (an empty record)."""
     value = 0
     for i in range(9):
@@ -112,7 +112,7 @@ def count_matches(conn, match, limit, names=None):
 
 def count_in(conn, name, match, limit):
     """How many messages of the table ``name`` match ``match``, counted up to ``limit``."""
-    _check(name)
+    check(name)
     return conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)",
                         (match, limit)).fetchall()[0][0]
 
@@ -124,7 +124,7 @@ def matching_rows(conn, match, limit, names=None):
     left out."""
     found, total = {}, 0
     for name in tables(conn) if names is None else names:
-        _check(name)
+        check(name)
         n, ids = conn.execute(f"SELECT count(*), group_concat(rowid) FROM (SELECT rowid FROM {name} WHERE {name} "
                               f"MATCH ? LIMIT ?)", (match, limit - total)).fetchall()[0]
         if n:
@@ -137,12 +137,12 @@ def matching_rows(conn, match, limit, names=None):
 
 def secure_delete(conn, name, on):
     """FTS5's secure-delete option of one table (kept in its ``%_config``)."""
-    _check(name)
+    check(name)
     conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('secure-delete', ?)", (int(on),))
 
 
 def optimize(conn, name):
-    _check(name)
+    check(name)
     conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
 
 
@@ -162,7 +162,7 @@ def write_triggers(conn, names=None):
     its table and goes to the head. Called in the transaction that changes the tables."""
     names = tables(conn) if names is None else names
     for name in names:
-        _check(name)
+        check(name)
     for trigger in TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     leave = "".join(f"    INSERT INTO {n}({n}, rowid, content) SELECT 'delete', old.id, {_OLD_TEXT} "
@@ -205,7 +205,7 @@ def split(conn, name, size=None, on_step=None):
     """Move the messages of part ``name`` into new parts of ``size`` (default ``PART_ROWS``) messages,
     oldest first, one committed step each (a crash leaves every message in exactly one table), then drop
     ``name``."""
-    _check(name)
+    check(name)
     if name == HEAD:
         raise ValueError("the head is sealed before it is split")
 
@@ -220,8 +220,8 @@ def split(conn, name, size=None, on_step=None):
 def combine(conn, newer, older, on_step=None):
     """Move the messages of sealed part ``older`` into ``newer``, the part next to it in the order (the
     next higher number), ``COMBINE_STEP`` of them a committed step, then drop ``older``."""
-    _check(newer)
-    _check(older)
+    check(newer)
+    check(older)
     parts = tables(conn)[1:]
     if newer not in parts or older not in parts or parts.index(older) != parts.index(newer) + 1:
         raise ValueError(f"{older} is not the part next older than {newer}")
@@ -322,7 +322,7 @@ def maintain(conn, on_step=None):
 
 def segments(conn, name):
     """How many segments the index of ``name`` is in (``%_idx`` has a row per leaf range of each)."""
-    _check(name)
+    check(name)
     return conn.execute(f"SELECT count(DISTINCT segid) FROM {name}_idx").fetchall()[0][0]
 
 
@@ -335,7 +335,7 @@ def merge(conn, name, pages=None, on_step=None):
     head is sealed as FTS5's automerge left it, 9-26 segments at 65,536 messages, and a word is looked up
     in each segment of each part: at a million messages a prompt's 7 words counted again over the 16 parts
     took 8.0-8.4 ms, merged 1.5-1.6 ms. Sealed parts take no new messages, so a merge lasts."""
-    _check(name)
+    check(name)
     budget, steps = MERGE_PAGES if pages is None else pages, 0
     while segments(conn, name) > 1:
         with Immediate(conn):
@@ -374,7 +374,7 @@ def rebuild(conn):
 
 def _drop_table(conn, name):
     """``name`` and its shadow tables gone, whatever is left of them (a damaged table may not drop as one)."""
-    _check(name)
+    check(name)
     try:
         conn.execute(f"DROP TABLE IF EXISTS {name}")
     except Exception:  # noqa: BLE001 - apsw's error for a virtual table missing its shadows: drop them one by one
@@ -420,7 +420,7 @@ def _create(conn, name):
 
 def _drop(conn, name):
     """Drop a part (its shadow tables with it) and write the triggers without it; in the caller's transaction."""
-    _check(name)
+    check(name)
     remaining = [n for n in tables(conn) if n != name]
     write_triggers(conn, remaining)
     conn.execute(f"DROP TABLE {name}")
@@ -446,7 +446,7 @@ def is_part(name):
     return len(digits) == 8 and all("0" <= c <= "9" for c in digits)
 
 
-def _check(name):
+def check(name):
     """Table names are built into SQL here: only the head and ``messages_fts_<8 digits>`` pass."""
     if name != HEAD and not is_part(name):
         raise ValueError(f"not a full-text table of the journal: {name!r}")

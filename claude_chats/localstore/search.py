@@ -60,7 +60,7 @@ class LocalSearch:
     def __init__(self, journal, match_rows=MATCH_ROWS, scored_matches=SCORED_MATCHES):
         self.journal, self.conn = journal, journal.conn
         self.match_rows, self.scored_matches = match_rows, scored_matches
-        self._ranker = bm25.Ranker(self.conn)
+        self._ranker = bm25.Ranker(self.conn, lengths=True)
         self._vec_loaded = False
         self._vec_tables = {}
         self._readers = {}

@@ -21,7 +21,7 @@ import psycopg
 
 from .. import faults
 from ..errors import PostgresError, PostgresUnavailable, ProviderError, SpaceMismatchError
-from ..localstore import ftsparts, outbox, vectors
+from ..localstore import ftslengths, ftsparts, outbox, vectors
 from ..localstore.db import drop_leftovers, reclaim
 from ..models import canary_vector, check_canary, recipe_of
 from ..models.recipe import embed_messages
@@ -131,7 +131,8 @@ def keep_fts_parts(journal, report, say=None):
     """The journal's full-text index kept in parts (``ftsparts.maintain``) at the end of every sync, one
     that embeds nothing too: a full head sealed, a part too big to merge quickly (a journal's whole index
     from before the parts) split, a committed step at a time (``say(text)`` after each: 106 s at 1M, once),
-    and every sealed part merged into one segment (``ftsparts.merge``, steps of ``MERGE_PAGES``)."""
+    and every sealed part merged into one segment (``ftsparts.merge``, steps of ``MERGE_PAGES``); then the
+    lengths of the parts that changed kept for searches (``ftslengths.write``: ~0.1 s a part of 131,072)."""
     try:
         total, moved = ftsparts.to_move(journal.conn), 0
 
@@ -148,6 +149,7 @@ def keep_fts_parts(journal, report, say=None):
                 merging.append(part)
                 say(f"full-text index: merging part {len(merging)} into one segment")
         report.fts_merged = ftsparts.merge_parts(journal.conn, merged)
+        ftslengths.write(journal.conn)
     except Exception as exc:  # noqa: BLE001 - the index stays as it was: search and purge still work
         report.errors.append(f"keeping the full-text index in parts: {type(exc).__name__}: {exc}")
 
