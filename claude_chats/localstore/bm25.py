@@ -24,6 +24,7 @@ K1, B = 1.2, 0.75
 _ONE_MINUS_B, _K1_PLUS_1 = 1 - B, K1 + 1.0   # (``Ranker._score``)
 COUNTS_KEPT = 10_000   # phrase counts kept for one state of the journal, at most
 PART_COUNTS_KEPT = 100_000   # phrase counts of sealed parts kept across states (``_count``), at most
+_UNREAD = object()   # a table's kept lengths not read yet (``Ranker.score`` reads them)
 
 
 def phrases(match):
@@ -87,10 +88,9 @@ class Ranker:
             rows, tokens = rows + r, tokens + t
         self.avgdl = tokens / rows if rows else 1.0
         self._which = {name: i for i, name in enumerate(names)}
-        if self._lengths is not None:
+        if self._lengths is not None:   # a part's read as a statement first ranks in it (``score``)
             self._lengths.keep_only(names)
-            self._kept_lengths = [None if name == ftsparts.HEAD else self._lengths.of(name, self._stamps[name])
-                                  for name in names]
+            self._kept_lengths = [_UNREAD] * len(names)
         self.idf, self.hits = [], []
         for phrase in phrases(match):
             hits = counts.get(phrase)
@@ -221,7 +221,11 @@ class Ranker:
             return "rank"
         if self._lengths is None:
             return f"{self.function}({table})"
-        return f"{self.function}({table}, {self._which.get(table, -1)})"
+        which = self._which.get(table, -1)
+        if which >= 0 and self._kept_lengths[which] is _UNREAD:
+            self._kept_lengths[which] = (None if table == ftsparts.HEAD else
+                                         self._lengths.of(table, self._stamps[table]))
+        return f"{self.function}({table}, {which})"
 
     def _score(self, api, which=-1):
         """Called for every match (2,000 a search at 1M): the same arithmetic as fts5_aux.c, in its order of
@@ -233,7 +237,7 @@ class Ranker:
             raise ValueError(f"{self.function}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
         size = 0
         kept = self._kept_lengths[which] if 0 <= which < len(self._kept_lengths) else None
-        if kept is not None:
+        if kept is not None and kept is not _UNREAD:
             at = api.rowid - kept[0]
             if 0 <= at < len(kept[1]):
                 size = kept[1][at]
