@@ -81,6 +81,11 @@ def test_kept_lengths_are_fts5s_own_and_rank_every_message_as_fts5_does(tmp_path
             truth = sizes_asked_of_fts5(conn, part)
             assert len(truth) == rows and {first + at: v for at, v in enumerate(lengths[1]) if v} == truth
         assert rankings(journal) == asked       # the same floats, message by message
+        once = LocalSearch(journal, scored_matches=10_000)
+        once._ranked('"retry"', QUERIES[0][1], 10)
+        assert once._ranker._lengths._kept == {}     # a process searching once reads none of them
+        once._ranked('"cache"', QUERIES[0][1], 10)
+        assert set(once._ranker._lengths._kept) <= set(parts) and once._ranker._lengths._kept
         assert ftslengths.write(conn) == 0      # kept: nothing to write again
         # the kept lengths are what a search reads: made wrong (with the part's very totals), they rank wrong
         part = parts[0]
