@@ -24,6 +24,7 @@ K1, B = 1.2, 0.75
 _ONE_MINUS_B, _K1_PLUS_1 = 1 - B, K1 + 1.0   # (``Ranker._score``)
 COUNTS_KEPT = 10_000   # phrase counts kept for one state of the journal, at most
 PART_COUNTS_KEPT = 100_000   # phrase counts of sealed parts kept across states (``_count``), at most
+_LONG = ftslengths.LONG
 _UNREAD = object()   # a table's kept lengths not read yet (``Ranker.score`` reads them)
 
 
@@ -61,7 +62,7 @@ class Ranker:
         #                    at 131,072 messages, pays for itself from ~400 matches in it, and then again each search)
         self.idf, self.avgdl = None, 1.0
         self.hits = []   # messages holding each phrase of the expression prepared, over every table
-        self._registered = False
+        self._registered = self._kept_registered = False
         self._prepared = None   # what the statistics are of: the expression, the tables, the journal's state
         self._state, self._counts = None, {}   # {phrase: messages holding it} in that state (``counted``)
         self._tokenizer, self._vocabularies = None, set()   # (``_count``)
@@ -223,30 +224,39 @@ class Ranker:
         """The SQL expression ranking a row of ``table`` (lower is better, as ``rank``)."""
         if self.idf is None:
             return "rank"
-        if self._lengths is None:
+        if self._lengths is None or not self._kept_lengths:   # none to read (a process's first ranking)
             return f"{self.function}({table})"
+        if not self._kept_registered:   # (here: registering costs a fresh process ~0.4 ms)
+            self.conn.register_fts5_function(f"{self.function}_kept", self._score_kept)
+            self._kept_registered = True
         which = self._which.get(table, -1)
         if 0 <= which < len(self._kept_lengths) and self._kept_lengths[which] is _UNREAD:
             self._kept_lengths[which] = (None if table == ftsparts.HEAD else
                                          self._lengths.of(table, self._stamps[table]))
-        return f"{self.function}({table}, {which})"
+        return f"{self.function}_kept({table}, {which})"
 
-    def _score(self, api, which=-1):
+    def _score(self, api):
         """Called for every match (2,000 a search at 1M): the same arithmetic as fts5_aux.c, in its order of
         operations, with what a call need not repeat taken out (``_ONE_MINUS_B``, ``_K1_PLUS_1``) and a
-        phrase the row does not hold skipped (it adds 0.0). ``which``: the table's number in ``prepare``'s
-        names, whose kept lengths give the row's (-1, or none kept: FTS5's ``column_size``)."""
-        idf = self.idf
-        if idf is None or len(idf) != api.phrase_count:
-            raise ValueError(f"{self.function}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
-        size = 0
+        phrase the row does not hold skipped (it adds 0.0); the row's length asked of FTS5."""
+        return self._scored(api, api.column_size(-1))
+
+    def _score_kept(self, api, which):
+        """``_score`` with the row's length from the kept lengths of the table numbered ``which`` in
+        ``prepare``'s names (``score`` read them): FTS5 is asked for a row outside them, or of a length they
+        do not keep (0, ``ftslengths.LONG``)."""
         kept = self._kept_lengths[which] if 0 <= which < len(self._kept_lengths) else None
+        size = 0
         if kept is not None and kept is not _UNREAD:
             at = api.rowid - kept[0]
             if 0 <= at < len(kept[1]):
                 size = kept[1][at]
-        if not size or size == ftslengths.LONG:
-            size = api.column_size(-1)
+        return self._scored(api, size if size and size != _LONG else api.column_size(-1))
+
+    def _scored(self, api, size):
+        idf = self.idf
+        if idf is None or len(idf) != api.phrase_count:
+            raise ValueError(f"{self.function}: {api.phrase_count} phrases in the query, {len(idf or ())} prepared")
         length = K1 * (_ONE_MINUS_B + B * size / self.avgdl)
         offsets = api.phrase_column_offsets
         score = 0.0
