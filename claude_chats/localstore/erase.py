@@ -305,6 +305,8 @@ def _rewrite_messages(conn, changed):
     ids = [mid for _, mid, _ in changed]
     marks = ",".join("?" * len(ids))
     with Immediate(conn):
+        # the rewritten messages move to the head: their parts' kept lengths (the old texts' lengths) go too
+        ftslengths.forget(conn, ftsparts.holding(conn, marks, ids))
         dropped = conn.execute(f"SELECT count(*) FROM chunks WHERE message_id IN ({marks})", ids).fetchall()[0][0]
         if dropped:
             vectors.load_extension(conn)

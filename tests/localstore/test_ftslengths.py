@@ -164,3 +164,25 @@ def test_what_the_table_holds_is_used_only_within_its_bounds(tmp_path):
         assert ftslengths.write(conn) >= 1      # a row naming no part goes; nothing is built from its name
         assert set(kept(conn)) == set(parts)
         assert rankings(journal) == asked
+
+
+def test_a_journal_redaction_keeps_no_length_of_the_texts_it_rewrote(tmp_path):
+    from claude_chats.localstore import erase
+    varied_sessions(tmp_path, [60, 50])
+    with Journal.open() as journal:
+        conn = journal.conn
+        parts = split_into_parts(conn, 40)
+        ftslengths.write(conn)
+        secret = conn.execute(f"SELECT id FROM {parts[1]}_docsize LIMIT 1").fetchall()[0][0]
+        conn.execute("UPDATE messages SET content = content || ' sk-ant-api03-' || hex(randomblob(40)) WHERE id = ?",
+                     (secret,))   # (the update moved it to the head; a real secret arrives with the message)
+        conn.execute("DELETE FROM fulltext_lengths")
+        assert ftsparts.seal(conn, at_least=1) is not None   # the head sealed, every part's lengths kept
+        ftslengths.write(conn)
+        holder = list(ftsparts.holding(conn, "SELECT ?", (secret,)))
+        assert len(holder) == 1 and holder[0] in kept(conn)
+        kept_before = set(kept(conn))
+        counts = erase.redact_stored(conn, lambda text: text.split(" sk-ant-api03-")[0])
+        assert counts["messages"] == 1
+        assert not set(holder) & set(kept(conn)) and set(kept(conn)) == kept_before - set(holder)
+        assert rankings(journal) == rankings(journal, lengths=False)
