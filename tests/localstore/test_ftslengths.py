@@ -8,7 +8,7 @@ import random
 from click.testing import CliRunner
 
 from claude_chats.cli import main
-from claude_chats.localstore import bm25, ftslengths, ftsparts
+from claude_chats.localstore import bm25, erase, ftslengths, ftsparts
 from claude_chats.localstore.journal import Journal
 from claude_chats.localstore.search import LocalSearch
 from tests.localstore.test_ftsparts import QUERIES, import_sessions, split_into_parts
@@ -41,6 +41,13 @@ def rankings(journal, lengths=True):
         search._ranker = bm25.Ranker(journal.conn)
     return [[(i, score) for i, _s, _q, score in search._ranked(match, f, 10_000)] for match, f in QUERIES] + \
         [[(i, score) for i, _s, _q, score in search._ranked(m, QUERIES[0][1], 10_000)] for m in EXPRESSIONS]
+
+
+def parts_kept(conn, size=40):
+    """The head split into parts of ``size`` messages, each part's lengths kept; the parts' names."""
+    parts = split_into_parts(conn, size)
+    assert ftslengths.write(conn) == len(parts)
+    return parts
 
 
 def kept(conn):
@@ -98,8 +105,7 @@ def test_a_part_changed_since_is_ranked_by_fts5_until_sync_keeps_its_lengths_aga
     varied_sessions(tmp_path, [60, 50])
     with Journal.open() as journal:
         conn = journal.conn
-        parts = split_into_parts(conn, 40)
-        ftslengths.write(conn)
+        parts = parts_kept(conn)
         target_part = parts[0]
         blob = kept(conn)[target_part][3]
         conn.execute("UPDATE fulltext_lengths SET lengths = ? WHERE part = ?", (doubled(blob), target_part))
@@ -167,12 +173,10 @@ def test_what_the_table_holds_is_used_only_within_its_bounds(tmp_path):
 
 
 def test_a_journal_redaction_keeps_no_length_of_the_texts_it_rewrote(tmp_path):
-    from claude_chats.localstore import erase
     varied_sessions(tmp_path, [60, 50])
     with Journal.open() as journal:
         conn = journal.conn
-        parts = split_into_parts(conn, 40)
-        ftslengths.write(conn)
+        parts = parts_kept(conn)
         secret = conn.execute(f"SELECT id FROM {parts[1]}_docsize LIMIT 1").fetchall()[0][0]
         conn.execute("UPDATE messages SET content = content || ' sk-ant-api03-' || hex(randomblob(40)) WHERE id = ?",
                      (secret,))   # (the update moved it to the head; a real secret arrives with the message)
