@@ -39,6 +39,7 @@ def push_once(uri, label, code, home, vectors, port):
         # None: not readable (a server on another machine, whose processes read as 0.0)
         return {"wall": pushed["wall"], "client": pushed["cpu"], "server": server if server > 0 else None,
                 "pushed": summary.get("pushed"), "lines": summary.get("raw_lines"),
+                "messages_seconds": summary.get("messages_seconds"), "index_seconds": summary.get("index_seconds"),
                 "errors": summary.get("errors"), "load": (before, scale.load())}
     finally:
         shutil.rmtree(copy, ignore_errors=True)
@@ -50,6 +51,14 @@ def push_once(uri, label, code, home, vectors, port):
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def messages_phase(run):
+    """When the run's messages and vectors were all in Postgres (a code that does not say: nothing)."""
+    at = run.get("messages_seconds")
+    if not at:
+        return ""
+    return f"; messages and vectors in after {at:.1f} s = {run['pushed'] / at:,.0f} msgs/s"
 
 
 def seconds(value):
@@ -92,7 +101,7 @@ def main():
             runs[label].append(r)
             scale.say(f"  {label:4} round {round_}: {r['pushed']:,} messages and {r['lines']:,} kept lines in "
                       f"{r['wall']:.1f} s = {r['pushed'] / r['wall']:,.0f} msgs/s; CPU client {r['client']:.1f} s, "
-                      f"server {seconds(r['server'])} [load {r['load'][0]} -> {r['load'][1]}]"
+                      f"server {seconds(r['server'])}{messages_phase(r)} [load {r['load'][0]} -> {r['load'][1]}]"
                       + (f"; errors: {r['errors']}" if r["errors"] else ""))
     medians = {label: {key: median([r[key] for r in rs]) for key in ("wall", "client", "server")}
                for label, rs in runs.items()}

@@ -112,6 +112,8 @@ class SyncReport:
     index_rebuilt: bool = False  # the vector index was dropped for a bulk load and built again
     text_index_rebuilt: bool = False  # the full-text index, likewise
     index_seconds: float = 0.0   # of ``seconds``: (re)building and analysing those indexes
+    messages_seconds: float = 0.0   # of ``seconds``: until every message and vector of the run was in Postgres
+    #                                 (then the indexes are built while the kept lines, for restore, follow)
     fts_moved: int = 0           # messages moved into parts of the journal's full-text index (``ftsparts``)
     fts_merged: int = 0          # sealed parts of it merged into one segment each (``ftsparts.merge``)
     reclaimed: int = 0           # bytes of free pages given back to the file system (``db.reclaim``)
@@ -219,6 +221,7 @@ class Syncer:
             deferred = self._maybe_defer_index()
             self._batches()
             self._backfill()
+            self.report.messages_seconds = round(time.monotonic() - started, 3)
             self._keep_index(busy=False)   # the tail folded at 1/64 once the run's vectors are in
             with self._indexing(deferred):   # on a connection of its own, while the kept lines go
                 self._push_renamed_sessions()

@@ -214,6 +214,8 @@ def test_a_bulk_load_rebuilds_the_index_afterwards(empty_journal, tmp_path, pg_d
     with PgStore.open(pg_db_url) as store:
         report = Bulk(empty_journal, HashEmbedder(), store, batch_size=4).run()
         assert report.ok and report.index_rebuilt and report.text_index_rebuilt and report.vectors_pushed == 16
+        # the messages and vectors were in before the indexes were built again (and the run ended)
+        assert 0 < report.messages_seconds <= report.seconds - report.index_seconds
         (space,) = store.spaces()
         assert store.has_index(space["id"]) and store.has_text_index()
         empty_journal.import_files([str(write_transcript(tmp_path, "s-c", 3))])
