@@ -91,9 +91,9 @@ class Ranker:
             r, t = self._stamps[name] = ftsparts.totals(self.conn, name)
             rows, tokens = rows + r, tokens + t
         self.avgdl = tokens / rows if rows else 1.0
-        self._which = {name: i for i, name in enumerate(names)}
         self._ranked += 1
         if self._lengths is not None and self._ranked > 1:   # a part's read as a statement first ranks in it
+            self._which = {name: i for i, name in enumerate(names)}
             self._lengths.keep_only(names)
             self._kept_lengths = [_UNREAD] * len(names)
         self.idf, self.hits = [], []
@@ -247,7 +247,7 @@ class Ranker:
         do not keep (0, ``ftslengths.LONG``)."""
         kept = self._kept_lengths[which] if 0 <= which < len(self._kept_lengths) else None
         size = 0
-        if kept is not None and kept is not _UNREAD:
+        if kept is not None:   # (``score`` read it before naming its number: never ``_UNREAD`` here)
             at = api.rowid - kept[0]
             if 0 <= at < len(kept[1]):
                 size = kept[1][at]

@@ -18,6 +18,8 @@ column (one column here), decoded as ``ftsparts.totals`` decodes the averages re
 import sys
 from array import array
 
+import apsw
+
 from . import ftsparts
 from .db import Immediate
 
@@ -45,7 +47,7 @@ def write(conn, on_step=None):
             if kept.get(part) == totals:
                 continue
             conn.execute(f"DELETE FROM {TABLE} WHERE part = ?", (part,))
-            found = _lengths(conn, part, totals[0])
+            found = _lengths(conn, part)
             if found is not None:
                 first, lengths = found
                 conn.execute(f"INSERT INTO {TABLE} (part, rows, tokens, first, lengths) VALUES (?, ?, ?, ?, ?)",
@@ -63,13 +65,18 @@ def forget(conn, parts):
             conn.execute(f"DELETE FROM {TABLE} WHERE part = ?", (part,))
 
 
-def _lengths(conn, part, rows):
+def _widest(rows):
+    """The most ids a part of ``rows`` messages may span for its lengths to be kept (and read)."""
+    return SPAN_SLACK * max(rows, 1) + SPAN_EXTRA
+
+
+def _lengths(conn, part):
     """(first id, array of lengths) of ``part`` from its ``%_docsize``; None when it holds nothing or its ids
     are too scattered."""
     ftsparts.check(part)
     name = f"{part}_docsize"
     low, high, n = conn.execute(f"SELECT min(id), max(id), count(*) FROM {name}").fetchall()[0]
-    if not n or high - low + 1 > SPAN_SLACK * max(n, rows) + SPAN_EXTRA:
+    if not n or high - low + 1 > _widest(n):
         return None
     lengths = array("H", bytes(2 * (high - low + 1)))
     varint = ftsparts.varint
@@ -115,13 +122,13 @@ class Lengths:
         try:
             found = self.conn.execute(f"SELECT rows, tokens, first, lengths FROM {TABLE} WHERE part = ?",
                                       (part,)).fetchall()
-        except Exception:  # noqa: BLE001 - apsw's "no such table": a journal this code has not migrated
+        except apsw.SQLError:   # no such table: a journal this code has not migrated
             return None
         if not found:
             return None
         rows, tokens, first, blob = found[0]
         if (rows, tokens) != tuple(totals) or not isinstance(first, int) or not isinstance(blob, bytes) \
-                or len(blob) % 2 or len(blob) // 2 > SPAN_SLACK * max(rows, 1) + SPAN_EXTRA:
+                or len(blob) % 2 or len(blob) // 2 > _widest(rows):
             return None
         lengths = array("H")
         lengths.frombytes(blob)
