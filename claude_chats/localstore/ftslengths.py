@@ -119,17 +119,18 @@ class Lengths:
             del self._kept[part]
 
     def _read(self, part, totals):
-        try:
-            found = self.conn.execute(f"SELECT rows, tokens, first, lengths FROM {TABLE} WHERE part = ?",
-                                      (part,)).fetchall()
+        try:   # its size first (from the record's header): a row made to be huge is never read into memory
+            found = self.conn.execute(f"SELECT rows, tokens, first, typeof(lengths), length(lengths) FROM {TABLE} "
+                                      "WHERE part = ?", (part,)).fetchall()
         except apsw.SQLError:   # no such table: a journal this code has not migrated
             return None
         if not found:
             return None
-        rows, tokens, first, blob = found[0]
-        if (rows, tokens) != tuple(totals) or not isinstance(first, int) or not isinstance(blob, bytes) \
-                or len(blob) % 2 or len(blob) // 2 > _widest(rows):
+        rows, tokens, first, kind, size = found[0]
+        if (rows, tokens) != tuple(totals) or not isinstance(first, int) or kind != "blob" or size % 2 \
+                or size // 2 > _widest(rows):
             return None
+        (blob,) = self.conn.execute(f"SELECT lengths FROM {TABLE} WHERE part = ?", (part,)).fetchall()[0]
         lengths = array("H")
         lengths.frombytes(blob)
         if sys.byteorder == "big":

@@ -10,4 +10,4 @@ CREATE TABLE IF NOT EXISTS fulltext_lengths (
     first   INTEGER NOT NULL,    -- the id of the first length
     lengths BLOB NOT NULL        -- uint16 little-endian, ids first .. first + n - 1 (0: not in the part;
                                  -- 65535: that long or longer, asked of FTS5)
-) WITHOUT ROWID;
+);   -- (a rowid table: a WITHOUT ROWID one reads a whole overflowing row to compare its key in a seek)
