@@ -409,6 +409,45 @@ class Snapshot:
         return False
 
 
+class Twin:
+    """``with Twin(first, second) as same:`` a read transaction on each of two connections to one journal;
+    ``same`` says whether both read one state of it, so that what one reads may be completed by what the
+    other does (``ivfscan``: a search's vector lists read on two threads).
+
+    ``second``'s transaction begins between two readings of ``first``'s ``data_version``, the second inside
+    ``first``'s own transaction: equal, no other connection committed from before ``second`` began until
+    ``first`` did, and both read the state of that moment. Unequal (a commit came between), or either
+    connection inside a caller's transaction already: ``same`` is False and each reads its own state, as
+    with two ``Snapshot``s. Both transactions end when the block does."""
+
+    __slots__ = ("first", "second", "own")
+
+    def __init__(self, first, second):
+        self.first, self.second, self.own = first, second, []
+
+    def __enter__(self):
+        fresh = not self.first.in_transaction and not self.second.in_transaction
+        before = _data_version(self.first) if fresh else None
+        for conn in (self.second, self.first):
+            if not conn.in_transaction:
+                conn.execute("BEGIN")
+                self.own.append(conn)
+        if not fresh:
+            return False
+        _data_version(self.second)   # its read transaction begins here, not at its first statement
+        return _data_version(self.first) == before
+
+    def __exit__(self, exc_type, exc, tb):
+        for conn in self.own:
+            conn.execute("COMMIT")   # reads: nothing to keep or undo
+        self.own = []
+        return False
+
+
+def _data_version(conn):
+    return conn.execute("PRAGMA data_version").fetchall()[0][0]
+
+
 class Immediate:
     """``with Immediate(conn):`` runs the block in a BEGIN IMMEDIATE transaction.
 

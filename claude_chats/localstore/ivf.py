@@ -42,6 +42,7 @@ import numpy as np
 import simsimd
 
 from .. import faults
+from . import ivfscan
 from .codes import FINE_BITS, Codec
 from .db import Snapshot
 
@@ -486,7 +487,7 @@ class Reader:
             self.size = sum(counts(self.conn, self.space_id))
             self.version = version
 
-    def nearest(self, query, count, version=None, widen=1, keep=None):
+    def nearest(self, query, count, version=None, widen=1, keep=None, partner=None):
         """``(chunk ids, similarities)`` of about the ``count`` nearest chunks, best first (cosine,
         within ~1e-5; the query need not be normalised). ``widen`` probes that many times more lists
         (a filtered search that found too few); ``self.whole`` says whether every list was read, and
@@ -494,17 +495,19 @@ class Reader:
 
         ``keep(chunk ids) -> bool array``: which of the candidates a filter keeps, asked before the fine
         codes are read, so only those are re-ranked (and answered): a filter that keeps few reads few.
-        One read transaction: the lists, the tail and the fine codes are of one state of the index."""
+        One read transaction: the lists, the tail and the fine codes are of one state of the index.
+        ``partner``: an ``ivfscan.Partner`` whose thread reads some of the lists beside this one, on a
+        connection reading this very state (``db.Twin``)."""
         with Snapshot(self.conn):
-            return self._nearest(query, count, version, widen, keep)
+            return self._nearest(query, count, version, widen, keep, partner)
 
-    def _nearest(self, query, count, version, widen, keep=None):
+    def _nearest(self, query, count, version, widen, keep=None, partner=None):
         self.refresh(version)
         q = np.asarray(query, dtype=np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         probe = self._probe(q, widen)
         self.whole = probe is None
-        ids, scales, coarse, lists, slots = self._scan(probe, q)
+        ids, scales, coarse, lists, slots = self._scan(probe, q, partner)
         if not len(ids):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         dead = ids == 0
@@ -522,12 +525,12 @@ class Reader:
         order = np.lexsort((ids[pick], -exact))[:count]   # equal scores (a vector stored twice) by chunk id
         return ids[pick[order]], exact[order].astype(np.float32)
 
-    def _scan(self, probe, q):
+    def _scan(self, probe, q, partner=None):
         """The probed lists and the tail's rows in them, scored by their coarse codes: ``(ids, scales, coarse
         cosines, list, slot in it (-1 for the tail))``. Each list's blobs are read
         into arrays of the whole scan (its ids and scales) and a buffer of one list (its codes, scored and
         then overwritten by the next list's): about 19 MB of codes at 1M are never held at once, nor as
-        one float32 matrix (75 MB)."""
+        one float32 matrix (75 MB). A ``partner`` reads some of the lists (``ivfscan``)."""
         chosen = "" if probe is None else f" WHERE list IN ({','.join(str(int(p)) for p in probe)})"
         sizes, self._apart = [], {}
         for lst, n, apart in self.conn.execute(
@@ -536,25 +539,25 @@ class Reader:
                 sizes.append((int(lst), int(n)))
                 self._apart[int(lst)] = bool(apart)
         tail = self.conn.execute(f"SELECT id, scale, codes FROM {self.t['tail']}{chosen}").fetchall()
-        total = sum(n for _, n in sizes) + len(tail)
-        ids, scales = np.empty(total, np.int64), np.empty(total, np.float32)
-        coarse, lists, slots = np.empty(total, np.float32), np.empty(total, np.int64), np.empty(total, np.int64)
-        at = 0
+        listed = sum(n for _, n in sizes)
+        total = listed + len(tail)
+        ids, scales, coarse = np.empty(total, np.int64), np.empty(total, np.float32), np.empty(total, np.float32)
         query = Query(q)
-        for lst, n in sizes:
-            codes = self._buffer(n)
-            for column, into in (("ids", ids[at:at + n]), ("scales", scales[at:at + n]), ("codes", codes)):
-                with self.conn.blob_open("main", self.t["lists"], column, lst, False) as blob:
-                    blob.read_into(into)
-            coarse[at:at + n] = query.coarse(codes, scales[at:at + n])
-            lists[at:at + n], slots[at:at + n] = lst, np.arange(n)
-            at += n
+        shared = ivfscan.Lists(self.t["lists"], sizes, self.codec.dims, query, ids, scales, coarse)
+        if partner is not None and len(sizes) > 1:
+            partner.offer(shared)
+        shared.scan(self.conn, self._buffer)
+        rows = np.array([n for _, n in sizes], np.int64)
+        lists = np.concatenate([np.repeat(np.array([lst for lst, _ in sizes], np.int64), rows),
+                                np.full(len(tail), -1, np.int64)])
+        slots = np.concatenate([np.arange(listed, dtype=np.int64) - np.repeat(shared.starts[:-1], rows),
+                                np.full(len(tail), -1, np.int64)])
         if tail:
+            at = listed
             ids[at:] = [r[0] for r in tail]
             scales[at:] = [r[1] for r in tail]
             codes = self.codec.codes_rows(b"".join(r[2] for r in tail))
             coarse[at:] = query.coarse(codes, scales[at:])
-            lists[at:], slots[at:] = -1, -1
         return ids, scales, coarse, lists, slots
 
     def _buffer(self, n):

@@ -40,7 +40,7 @@ from ..search.core import (
     selective,
 )
 from ..times import iso
-from . import bm25, counts, db, fts, ftsparts, ivf, stamps, vectors
+from . import bm25, counts, db, fts, ftsparts, ivf, ivfscan, stamps, vectors
 from .fts import fts_match
 from .journal import Journal
 
@@ -138,23 +138,32 @@ class LocalSearch:
     def _apart(self, plan, helper):
         """The vector leg on ``helper`` in a thread, the full-text leg here, then their fusion (the legs
         in the order the one-connection path runs them). A failure of either is raised as it would be
-        there: the full-text leg's first."""
-        found, failed = {}, {}
+        there: the full-text leg's first.
 
-        def vector_leg():
+        When both connections read one state (``db.Twin``), this thread, its full-text leg done (before
+        the query's embedding, most often), reads some of the vector leg's lists on its connection
+        (``ivfscan.Partner``): at 1M messages the scan of ~45,000 vectors is two threads' work."""
+        found, failed = {}, {}
+        partner = ivfscan.Partner()
+
+        def vector_leg(same):
             try:
                 with db.Snapshot(helper.conn):
-                    found["semantic"] = helper.semantic(plan)
+                    found["semantic"] = helper.semantic(plan, partner if same else None)
             except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
                 failed["semantic"] = exc
+            finally:
+                partner.close()
 
-        worker = threading.Thread(target=vector_leg, name="chats-vector-leg", daemon=True)
-        worker.start()
-        try:
-            with db.Snapshot(self.conn):
+        with db.Twin(self.conn, helper.conn) as same:
+            worker = threading.Thread(target=vector_leg, args=(same,), name="chats-vector-leg", daemon=True)
+            worker.start()
+            try:
                 found["fulltext"] = self.fulltext(plan)
-        finally:
-            worker.join()
+                if same:
+                    partner.lend(self.conn)
+            finally:
+                worker.join()
         if "semantic" in failed:
             raise failed["semantic"]
         return fuse({"fulltext": found["fulltext"], "semantic": found["semantic"]}, plan.rrf_k, plan.weights)
@@ -322,8 +331,9 @@ class LocalSearch:
             f"JOIN sessions s ON s.id = n.session_id WHERE {where}", (json.dumps(ranges), *args)).fetchall()
         return {(session, seq): i for session, seq, i in rows}
 
-    def semantic(self, plan):
-        """Messages by their nearest chunk to ``plan.vector`` (cosine similarity, best first)."""
+    def semantic(self, plan, partner=None):
+        """Messages by their nearest chunk to ``plan.vector`` (cosine similarity, best first). ``partner``:
+        an ``ivfscan.Partner`` lending a thread to the index's scans."""
         plan = replace(plan, vector=plan.query_vector())   # waited for here, after the full-text leg
         where, args = _filters(plan.filters)
         reader = self._reader(plan.space_id)
@@ -336,12 +346,12 @@ class LocalSearch:
             knn = plan.candidates * (4 if unfiltered else 16)
             for widen in WIDEN:
                 if unfiltered:   # nearly every chunk passes: the best are looked up first, a few at a time
-                    ids, similarities = reader.nearest(plan.vector, knn, self._version(), widen)
+                    ids, similarities = reader.nearest(plan.vector, knn, self._version(), widen, partner=partner)
                     found = self._preselected(ids, similarities, where, args, plan.candidates)
                 else:            # most fail: looked up before their fine codes are read, all at once
                     kept = {}
                     ids, similarities = reader.nearest(plan.vector, knn, self._version(), widen,
-                                                       keep=self._passing(where, args, kept))
+                                                       keep=self._passing(where, args, kept), partner=partner)
                     found = _one_per_message(ids.tolist(), similarities.tolist(), kept, set(), [], plan.candidates)
                 if len(found) >= plan.candidates or (reader.whole and reader.live < knn):
                     return _candidates(found)
