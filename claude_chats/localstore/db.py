@@ -427,20 +427,28 @@ class Twin:
 
     def __enter__(self):
         fresh = not self.first.in_transaction and not self.second.in_transaction
-        before = _data_version(self.first) if fresh else None
-        for conn in (self.second, self.first):
-            if not conn.in_transaction:
-                conn.execute("BEGIN")
-                self.own.append(conn)
-        if not fresh:
-            return False
-        _data_version(self.second)   # its read transaction begins here, not at its first statement
-        return _data_version(self.first) == before
+        try:
+            before = _data_version(self.first) if fresh else None
+            for conn in (self.second, self.first):
+                if not conn.in_transaction:
+                    conn.execute("BEGIN")
+                    self.own.append(conn)
+            if not fresh:
+                return False
+            _data_version(self.second)   # its read transaction begins here, not at its first statement
+            return _data_version(self.first) == before
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
 
     def __exit__(self, exc_type, exc, tb):
-        for conn in self.own:
-            conn.execute("COMMIT")   # reads: nothing to keep or undo
-        self.own = []
+        own, self.own = self.own, []
+        try:
+            if own:
+                own[0].execute("COMMIT")   # reads: nothing to keep or undo
+        finally:
+            for conn in own[1:]:
+                conn.execute("COMMIT")
         return False
 
 
