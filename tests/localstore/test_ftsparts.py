@@ -712,3 +712,36 @@ def test_a_seal_committed_during_a_search_hides_no_part(tmp_path, monkeypatch):
         monkeypatch.setattr(ftsparts, "tables", real)
         assert ftsparts.tables(journal.conn)[1:] == [sealed[0]] and hits() == expected
         other.close()
+
+
+def test_a_filtered_search_ranks_only_the_matches_that_pass_and_finds_what_ranking_every_match_finds(tmp_path):
+    """Under a filter (a project, a role) each table's matches are filtered before they are ranked
+    (``LocalSearch._fulltext(filtered=True)``): the same messages, scores and order as ranking every match
+    and filtering after, over parts and the head, with every part's kept lengths or FTS5's own."""
+    from claude_chats.localstore import db as journal_db
+    from claude_chats.localstore import ftslengths
+    from claude_chats.localstore.search import _filters
+
+    import_sessions(tmp_path, [60, 45, 80, 30, 55])
+    with Journal.open() as journal:
+        split_into_parts(journal.conn, 70)
+        write(tmp_path / "claude" / "projects" / "-work-other" / "sess-late.jsonl",
+              session_rows("sess-late", 12, "/work/other"))
+        chats("import")
+        assert ftsparts.rows(journal.conn, "messages_fts") == 12
+        ftslengths.write(journal.conn)
+        filters = [Filters.build(project_path="/work/other"), Filters.build(role="user"),
+                   Filters.build(project_path="/work/proj", role="assistant")]
+        for lengths in (False, True):
+            search = LocalSearch(journal)
+            search._ranker = bm25.Ranker(journal.conn, lengths=lengths)
+            for match in EXPRESSIONS:
+                for f in filters:
+                    where, args = _filters(f)
+                    with journal_db.Snapshot(journal.conn):
+                        cut = search._cut(match, where, args, False)
+                        inside = search._fulltext(match, where, args, 10_000, cut, filtered=True)
+                        after = search._fulltext(match, where, args, 10_000, cut, filtered=False)
+                    assert inside == after, (match, f)
+                    if "nowhere" not in match and match != '"deploy pipeline" AND "step2"':
+                        assert inside, (match, f)
