@@ -200,3 +200,48 @@ def test_hybrid_search_answers_alike_whichever_thread_reads_the_lists(tmp_path):
             assert any("semantic" in c.ranks for c in found)
     apart.close()
     together.close()
+
+
+def test_hybrid_searches_racing_folds_score_every_chunk_by_its_own_codes(tmp_path):
+    """Searches whose full-text leg lends its thread, while another connection adds vectors and folds the tail
+    into every list again and again: each search answers, nothing waits forever, and every similarity it
+    gives is its message's own within the codes' bound. (A commit landing exactly between the pair's
+    beginnings is rare here: that one is forced in the test of ``CommitFirst`` above.)"""
+    from tests.support.vectors import similarity_slack
+
+    path, space_id, stored = made(tmp_path, late=0)
+    writer_conn = db.connect(path)
+    slack = similarity_slack(writer_conn, space_id, list(stored.values()))
+    late = clustered(600, seed=77)
+    known, stop, errors = dict(stored), threading.Event(), []
+
+    def write():
+        try:
+            for n in range(0, len(late), 100):
+                with writer_conn:
+                    writer_conn.execute("INSERT INTO sessions(id, updated_at) VALUES (?, '2026-01-01')", (f"race{n}",))
+                known.update(add_late(writer_conn, space_id, f"race{n}", late[n:n + 100], name=f"race{n}"))
+                ivf.fold(writer_conn, space_id, tx(writer_conn))
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            errors.append(exc)
+
+    searcher = LocalSearch.open(path)
+    writer = threading.Thread(target=write)
+    writer.start()
+    checked = 0
+    try:
+        for seed in range(40):
+            q = clustered(1, seed=100 + seed)[0]
+            plan = Plan("text", ("fulltext", "semantic"), Filters.build(), vector=Slow(q), space_id=space_id,
+                        match="any")
+            for c in searcher.candidates(plan):
+                if "semantic" in c.scores and c.key in known:   # (a message added just now may not be yet)
+                    assert abs(c.scores["semantic"] - float(np.dot(known[c.key], q / np.linalg.norm(q)))) <= slack
+                    checked += 1
+    finally:
+        stop.set()
+        writer.join()
+        searcher.close()
+    assert not errors and checked > 100
