@@ -39,7 +39,7 @@ def push_once(uri, label, code, home, vectors, port):
         # None: not readable (a server on another machine, whose processes read as 0.0)
         return {"wall": pushed["wall"], "client": pushed["cpu"], "server": server if server > 0 else None,
                 "pushed": summary.get("pushed"), "lines": summary.get("raw_lines"),
-                "messages_seconds": summary.get("messages_seconds"), "index_seconds": summary.get("index_seconds"),
+                "messages_seconds": summary.get("messages_seconds"),
                 "errors": summary.get("errors"), "load": (before, scale.load())}
     finally:
         shutil.rmtree(copy, ignore_errors=True)

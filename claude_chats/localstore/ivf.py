@@ -475,7 +475,7 @@ class Reader:
         self.whole = False
         self.live = 0        # chunks the last search's probed lists held
         self.size = 0        # vectors in the index (live or dead), as of ``version``
-        self._codes = None   # a list's codes (``_buffer``)
+        self._buffer = None  # a list's codes (``ivfscan.Buffer``)
         self._apart = {}     # list -> whether its fine codes are in ``ivf_<n>_fine`` (read by ``_scan``)
 
     def refresh(self, version):
@@ -546,8 +546,10 @@ class Reader:
         shared = ivfscan.Lists(self.t["lists"], sizes, self.codec.dims, query, ids, scales, coarse)
         if partner is not None and len(sizes) > 1:
             partner.offer(shared)
+        if self._buffer is None or self._buffer.dims != self.codec.dims:
+            self._buffer = ivfscan.Buffer(self.codec.dims)
         shared.scan(self.conn, self._buffer)
-        rows = np.array([n for _, n in sizes], np.int64)
+        rows = np.diff(shared.starts)
         lists = np.concatenate([np.repeat(np.array([lst for lst, _ in sizes], np.int64), rows),
                                 np.full(len(tail), -1, np.int64)])
         slots = np.concatenate([np.arange(listed, dtype=np.int64) - np.repeat(shared.starts[:-1], rows),
@@ -559,12 +561,6 @@ class Reader:
             codes = self.codec.codes_rows(b"".join(r[2] for r in tail))
             coarse[at:] = query.coarse(codes, scales[at:])
         return ids, scales, coarse, lists, slots
-
-    def _buffer(self, n):
-        """A buffer of ``n`` rows of int8 codes: grown as needed, reused list after list."""
-        if self._codes is None or len(self._codes) < n:
-            self._codes = np.empty((max(n, 1024), self.codec.dims), np.int8)
-        return self._codes[:n]
 
     def _probe(self, q, widen=1):
         if self.cents is None:

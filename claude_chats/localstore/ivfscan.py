@@ -101,6 +101,19 @@ class _Handles:
         return False
 
 
+class Buffer:
+    """``buffer(n)``: ``n`` rows of ``dims`` int8 codes, one thread's own, grown as needed and reused list
+    after list (a list's codes are scored and then overwritten by the next list's)."""
+
+    def __init__(self, dims):
+        self.dims, self._codes = int(dims), None
+
+    def __call__(self, n):
+        if self._codes is None or len(self._codes) < n:
+            self._codes = np.empty((max(n, 1024), self.dims), np.int8)
+        return self._codes[:n]
+
+
 class Partner:
     """A thread and a connection lent to a search's scans (``Reader.nearest(partner=...)``).
 
@@ -111,7 +124,7 @@ class Partner:
     def __init__(self):
         self._cond = threading.Condition()
         self._offered, self._closed = [], False
-        self._codes = None
+        self._buffer = None
         self.lists = 0    # lists the lender read (for tests and benchmarks)
 
     def offer(self, lists):
@@ -134,9 +147,6 @@ class Partner:
                 if self._closed:
                     return
                 lists = self._offered.pop(0)
-            self.lists += lists.take(conn, lambda n: self._buffer(n, lists.dims))
-
-    def _buffer(self, n, dims):
-        if self._codes is None or len(self._codes) < n or self._codes.shape[1] != dims:
-            self._codes = np.empty((max(n, 1024), dims), np.int8)
-        return self._codes[:n]
+            if self._buffer is None or self._buffer.dims != lists.dims:
+                self._buffer = Buffer(lists.dims)
+            self.lists += lists.take(conn, self._buffer)

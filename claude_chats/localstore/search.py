@@ -147,9 +147,8 @@ class LocalSearch:
         partner = ivfscan.Partner()
 
         def vector_leg(same):
-            try:
-                with db.Snapshot(helper.conn):
-                    found["semantic"] = helper.semantic(plan, partner if same else None)
+            try:   # (in the read transaction ``Twin`` began on ``helper.conn``)
+                found["semantic"] = helper.semantic(plan, partner if same else None)
             except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
                 failed["semantic"] = exc
             finally:

@@ -32,11 +32,10 @@ def scanned(conn, space_id, lender=None):
     arrays = np.zeros(total, np.int64), np.zeros(total, np.float32), np.zeros(total, np.float32)
     lists = ivfscan.Lists(t["lists"], sizes, ivf.codec(conn, space_id).dims, ivf.Query(clustered(1, seed=8)[0]),
                           *arrays)
-    buffer = ivfscan.Partner()._buffer
     with db.Snapshot(conn):
         if lender is not None:
             lender(lists)
-        lists.scan(conn, lambda n: buffer(n, lists.dims))
+        lists.scan(conn, ivfscan.Buffer(lists.dims))
     return arrays
 
 
@@ -84,7 +83,7 @@ class Eager(ivfscan.Partner):
         self.conn = conn
 
     def offer(self, lists):
-        self.lists += lists.take(self.conn, lambda n: self._buffer(n, lists.dims))
+        self.lists += lists.take(self.conn, ivfscan.Buffer(lists.dims))
 
 
 def test_a_search_whose_lists_a_partner_read_answers_as_one_reading_alone(tmp_path):
