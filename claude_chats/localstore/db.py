@@ -360,6 +360,16 @@ NUMBER = number_of("?")   # ... of the id bound in its place
 SESSION_OF = "JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id"
 
 
+def messages_filtered(conn):
+    """``messages m`` for the statements that look messages up by id only to filter, order or place them
+    (never their text): read through the narrow index of those columns (migration 0017) when the journal
+    has it; SQLite would look each rowid up in the table, 20 wide rows to a page against ~380 in the index.
+    Plain ``messages m`` when it is missing (dropped by hand): the same rows, slower."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'messages_filters' "
+                         "AND tbl_name = 'messages'").fetchall()
+    return "messages m INDEXED BY messages_filters" if found else "messages m"
+
+
 def session_name(alias="s"):
     """SQL for a session's name: its /rename title, else agent name, AI title, summary, slug."""
     prefix = f"{alias}." if alias else ""

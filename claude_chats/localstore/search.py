@@ -65,6 +65,7 @@ class LocalSearch:
         self._vec_tables = {}
         self._readers = {}
         self._helper = self._helper_failed = None   # the vector leg's connection (``_helper_search``)
+        self._messages = db.messages_filtered(self.conn)   # ``messages m`` for look-ups by id to filter
 
     @classmethod
     def open(cls, path=None):
@@ -253,7 +254,7 @@ class LocalSearch:
         cut, missing = [], self.scored_matches
         for table, floor in newest:
             rows = self.conn.execute(
-                f"SELECT f.rowid FROM {table} f JOIN messages m ON m.id = f.rowid {db.SESSION_OF} "
+                f"SELECT f.rowid FROM {table} f JOIN {self._messages} ON m.id = f.rowid {db.SESSION_OF} "
                 f"WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
                 f"ORDER BY f.rowid DESC LIMIT ?", (match, floor, *args, missing)).fetchall()
             if len(rows) == missing:
@@ -301,7 +302,7 @@ class LocalSearch:
         if filtered:
             inner = " UNION ALL ".join(
                 f"SELECT * FROM (SELECT m.id, n.session_id, m.seq, {self._ranker.score(table)} AS rank "
-                f"FROM {table} JOIN messages m ON m.id = {table}.rowid {db.SESSION_OF} "
+                f"FROM {table} JOIN {self._messages} ON m.id = {table}.rowid {db.SESSION_OF} "
                 f"WHERE {table} MATCH ? AND {table}.rowid >= ? AND {where} ORDER BY rank LIMIT -1)" for table, _ in cut)
             parts = [x for _table, floor in cut for x in (match, floor, *args)]
             return self.conn.execute(f"SELECT * FROM ({inner}) ORDER BY rank, id LIMIT ?", (*parts, limit)).fetchall()
@@ -309,7 +310,7 @@ class LocalSearch:
             f"SELECT * FROM (SELECT rowid, {self._ranker.score(table)} AS rank FROM {table} WHERE {table} MATCH ? "
             f"AND rowid >= ? ORDER BY rank LIMIT -1)" for table, _ in cut)
         sql = (f"SELECT m.id, n.session_id, m.seq, f.rank FROM ({inner} ORDER BY rank LIMIT -1) f "
-               f"JOIN messages m ON m.id = f.rowid "
+               f"JOIN {self._messages} ON m.id = f.rowid "
                f"{db.SESSION_OF} WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
         parts = [x for _table, floor in cut for x in (match, floor)]
         return self.conn.execute(sql, (*parts, *args, limit)).fetchall()
@@ -442,7 +443,7 @@ class LocalSearch:
     def _passing_rows(self, chunk_ids, where, args):
         """(chunk id, (message id, session id, start, end)) of the chunks ``chunk_ids`` the filters keep."""
         sql = (f"SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM chunks c "
-               f"JOIN messages m ON m.id = c.message_id {db.SESSION_OF} "
+               f"JOIN {self._messages} ON m.id = c.message_id {db.SESSION_OF} "
                f"WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
         return ((row[0], row[1:]) for row in self.conn.execute(sql, (json.dumps(chunk_ids), *args)))
 

@@ -1,0 +1,101 @@
+"""The index of the columns searches filter by (``messages_filters``, journal migration 0017).
+
+The statements that look messages up by id only to filter, order or place them read the narrow index
+instead of the table's wide rows (``db.messages_filtered``): every such statement a search runs is
+answered from the index alone (SQLite's plan says so), a journal without the index answers every
+search the same, and a journal from before the migration gets it (a big one not from the hook).
+"""
+
+import apsw
+import pytest
+
+from claude_chats.localstore import db
+from claude_chats.localstore.journal import Journal
+from claude_chats.localstore.search import LocalSearch
+from claude_chats.search.searcher import Searcher
+from tests.support.fakes import HashEmbedder
+
+INDEX = "messages_filters"
+MIGRATION = "0017_messages_filters.sql"
+# (query, mode, filters): each leg, filtered (project, role, dates) and not; a hybrid search's vector leg
+# runs on a connection of its own (not traced): semantic ones run it on the journal's
+SEARCHES = [
+    ("flaky migration test sequence", "hybrid", {}),
+    ("port 5432 already in use", "fulltext", {}),
+    ("docker port already in use", "fulltext", {"project_path": "/work/alpha"}),
+    ("migration rollback", "fulltext", {"role": "user", "since": "2026-01-01"}),
+    ("docker port", "semantic", {"project_path": "/work/alpha"}),
+    ("memory limit of the pod", "semantic", {}),
+    ("flaky test", "semantic", {"role": "user", "since": "2026-01-02", "until": "2026-01-05"}),
+    ("why does the migration fail", "hybrid", {"since": "2026-01-02", "until": "2026-01-05"}),
+]
+
+
+def answers(journal):
+    searcher = Searcher(LocalSearch(journal), None, HashEmbedder)
+    found = []
+    for query, mode, filters in SEARCHES:
+        result = searcher.search(query, mode=mode, per_session=0, limit=20, **filters)
+        found.append([(h["session_id"], h["seq"], round(h["score"], 9), h["ranks"]) for h in result["hits"]])
+    return found
+
+
+def test_every_statement_that_names_the_index_is_answered_from_it_alone(synced_journal):
+    conn = synced_journal.conn
+    assert db.messages_filtered(conn) == f"messages m INDEXED BY {INDEX}"
+    columns = [row[2] for row in conn.execute(f"PRAGMA index_info({INDEX})").fetchall()]
+    assert columns == ["id", "session", "seq", "kind", "copy", "role", "created_at"]
+    seen = []
+
+    def trace(_cursor, sql, bindings):
+        if f"INDEXED BY {INDEX}" in sql and not sql.startswith("EXPLAIN"):
+            seen.append((sql, bindings))
+        return True
+
+    conn.exec_trace = trace
+    try:
+        assert all(answers(synced_journal))
+    finally:
+        conn.exec_trace = None
+    shapes = {sql for sql, _ in seen}
+    assert len(shapes) >= 4   # full text ranked then joined, filtered inside, a vector leg's look-ups both ways
+    for sql, bindings in seen:
+        plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings or ()).fetchall())
+        assert f"COVERING INDEX {INDEX}" in plan, (sql, plan)
+
+
+def test_a_journal_without_the_index_answers_every_search_the_same(synced_journal):
+    before = answers(synced_journal)
+    synced_journal.conn.execute(f"DROP INDEX {INDEX}")
+    assert db.messages_filtered(synced_journal.conn) == "messages m"
+    assert answers(synced_journal) == before
+
+
+def _before_the_migration(path, big):
+    journal = Journal.open(path)
+    conn = journal.conn
+    if big:   # the migration's size query reads the highest id, not a count
+        conn.execute("INSERT INTO messages (id, uuid, session, seq, role, kind, content) "
+                     "SELECT 20001, 'filler', session, 999, 'user', 'text', 'filler' FROM messages LIMIT 1")
+    conn.execute(f"DROP INDEX {INDEX}; DELETE FROM migrations WHERE name = '{MIGRATION}'; "
+                 f"PRAGMA user_version = {db.migration_files().index(MIGRATION)}")
+    journal.close()
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
+def test_a_journal_from_before_gets_the_index_and_the_hook_leaves_a_big_ones_to_others(synced_journal, big):
+    path = synced_journal.path
+    before = answers(synced_journal)
+    synced_journal.close()
+    _before_the_migration(path, big)
+    if big:
+        with pytest.raises(db.MigrationDeferred):
+            db.connect(path, defer_heavy=True)
+        conn = apsw.Connection(str(path))
+        assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (INDEX,)).fetchall()
+        conn.close()
+    with Journal.open(path) as journal:
+        assert db.user_version(journal.conn) == len(db.migration_files())
+        assert db.messages_filtered(journal.conn) == f"messages m INDEXED BY {INDEX}"
+        if not big:
+            assert answers(journal) == before
