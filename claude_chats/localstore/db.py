@@ -359,15 +359,16 @@ NUMBER = number_of("?")   # ... of the id bound in its place
 # From a message ``m`` to its session's row ``s``, through its number ``n`` (``sessions`` is clustered on its id)
 SESSION_OF = "JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id"
 
+# The narrow index of the columns a search filters and places a message by (migration 0017)
+FILTERS_INDEX = "messages_filters"
+FILTERS_COLUMNS = frozenset(("id", "session", "seq", "kind", "copy"))
 
-def messages_filtered(conn):
-    """``messages m`` for the statements that look messages up by id only to filter, order or place them
-    (never their text): read through the narrow index of those columns (migration 0017) when the journal
-    has it; SQLite would look each rowid up in the table, 20 wide rows to a page against ~380 in the index.
-    Plain ``messages m`` when it is missing (dropped by hand): the same rows, slower."""
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'messages_filters' "
-                         "AND tbl_name = 'messages'").fetchall()
-    return "messages m INDEXED BY messages_filters" if found else "messages m"
+
+def has_filters_index(conn):
+    """Whether the journal has ``FILTERS_INDEX`` (a journal could lose it only by hand: searches then read
+    the table, the same rows, slower)."""
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ? AND tbl_name = 'messages'",
+                             (FILTERS_INDEX,)).fetchall())
 
 
 def session_name(alias="s"):
