@@ -252,10 +252,10 @@ class LocalSearch:
         if unfiltered or not reached:
             return newest
         cut, missing = [], self.scored_matches
+        joins, where = self._messages(where, "f.rowid")
         for table, floor in newest:
             rows = self.conn.execute(
-                f"SELECT f.rowid FROM {table} f JOIN {self._messages(where)} ON m.id = f.rowid {db.SESSION_OF} "
-                f"WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
+                f"SELECT f.rowid FROM {table} f JOIN {joins} WHERE {table} MATCH ? AND f.rowid >= ? AND {where} "
                 f"ORDER BY f.rowid DESC LIMIT ?", (match, floor, *args, missing)).fetchall()
             if len(rows) == missing:
                 return cut + [(table, rows[-1][0])]
@@ -300,18 +300,21 @@ class LocalSearch:
             return []
         self._ranker.prepare(match, ftsparts.tables(self.conn))   # every table's statistics, as one table's
         if filtered:
-            inner = " UNION ALL ".join(
-                f"SELECT * FROM (SELECT m.id, n.session_id, m.seq, {self._ranker.score(table)} AS rank "
-                f"FROM {table} JOIN {self._messages(where)} ON m.id = {table}.rowid {db.SESSION_OF} "
-                f"WHERE {table} MATCH ? AND {table}.rowid >= ? AND {where} ORDER BY rank LIMIT -1)" for table, _ in cut)
+            statements = []
+            for table, _floor in cut:
+                joins, said = self._messages(where, f"{table}.rowid")
+                statements.append(
+                    f"SELECT * FROM (SELECT m.id, n.session_id, m.seq, {self._ranker.score(table)} AS rank FROM {table} "
+                    f"JOIN {joins} WHERE {table} MATCH ? AND {table}.rowid >= ? AND {said} ORDER BY rank LIMIT -1)")
+            inner = " UNION ALL ".join(statements)
             parts = [x for _table, floor in cut for x in (match, floor, *args)]
             return self.conn.execute(f"SELECT * FROM ({inner}) ORDER BY rank, id LIMIT ?", (*parts, limit)).fetchall()
         inner = " UNION ALL ".join(
             f"SELECT * FROM (SELECT rowid, {self._ranker.score(table)} AS rank FROM {table} WHERE {table} MATCH ? "
             f"AND rowid >= ? ORDER BY rank LIMIT -1)" for table, _ in cut)
+        joins, where = self._messages(where, "f.rowid")
         sql = (f"SELECT m.id, n.session_id, m.seq, f.rank FROM ({inner} ORDER BY rank LIMIT -1) f "
-               f"JOIN {self._messages(where)} ON m.id = f.rowid "
-               f"{db.SESSION_OF} WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
+               f"JOIN {joins} WHERE {where} ORDER BY f.rank, m.id LIMIT ?")
         parts = [x for _table, floor in cut for x in (match, floor)]
         return self.conn.execute(sql, (*parts, *args, limit)).fetchall()
 
@@ -442,9 +445,9 @@ class LocalSearch:
 
     def _passing_rows(self, chunk_ids, where, args):
         """(chunk id, (message id, session id, start, end)) of the chunks ``chunk_ids`` the filters keep."""
+        joins, where = self._messages(where, "c.message_id")
         sql = (f"SELECT c.id, c.message_id, n.session_id, c.start_char, c.end_char FROM chunks c "
-               f"JOIN {self._messages(where)} ON m.id = c.message_id {db.SESSION_OF} "
-               f"WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
+               f"JOIN {joins} WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}")
         return ((row[0], row[1:]) for row in self.conn.execute(sql, (json.dumps(chunk_ids), *args)))
 
     def _passing(self, where, args, kept):
@@ -463,15 +466,25 @@ class LocalSearch:
                f"WHERE {where} GROUP BY c.message_id ORDER BY sim DESC, c.message_id LIMIT ?")
         return self.conn.execute(sql, (_blob(vector), space_id, *args, limit)).fetchall()
 
-    def _messages(self, where):
-        """``messages m`` for a statement that looks messages up by id only to filter and place them under
-        ``where``: read through their narrow index (``db.FILTERS_INDEX``) when the journal has it and it holds
-        every column of ``m`` that ``where`` names (not a role's or a time's: those rows are read from the
-        table, as before). SQLite looks a rowid up in the table otherwise, 20 wide rows to a 16 KB page
-        against ~600 entries of the index."""
-        if self._narrow and set(_M_COLUMN.findall(where)) <= db.FILTERS_COLUMNS:
-            return f"messages m INDEXED BY {db.FILTERS_INDEX}"
-        return "messages m"
+    def _messages(self, where, message_id):
+        """``(joins, where)`` for a statement that looks messages up by id (``message_id``, an expression of
+        the tables before) only to filter and place them: ``messages m`` joined on it, then its session
+        (``n``, ``s``), and ``where`` as the statement must say it.
+
+        ``m`` is read through the narrow index of its filter columns (``db.FILTERS_INDEX``) when the journal
+        has it: SQLite would look each rowid up in the table, 20 wide rows to a 16 KB page against ~600
+        entries of the index. When ``where`` also names a column the index lacks (a role, a time), those
+        rows are read from the table (``mt``, joined last, so only for the rows the rest of ``where``
+        keeps) if a project or a session narrows them first; else the table alone, as before (every row
+        would be read twice)."""
+        columns = set(_M_COLUMN.findall(where))
+        if not self._narrow or (columns - db.FILTERS_COLUMNS and not _NARROWING.search(where)):
+            return f"messages m ON m.id = {message_id} {db.SESSION_OF}", where
+        joins = f"messages m INDEXED BY {db.FILTERS_INDEX} ON m.id = {message_id} {db.SESSION_OF}"
+        if columns <= db.FILTERS_COLUMNS:
+            return joins, where
+        where = _M_COLUMN.sub(lambda c: ("m." if c.group(1) in db.FILTERS_COLUMNS else "mt.") + c.group(1), where)
+        return f"{joins} CROSS JOIN messages mt ON mt.id = m.id", where   # (CROSS: SQLite keeps it last)
 
     def _version(self):
         # data_version moves when another connection commits; total_changes when this one writes
@@ -632,6 +645,7 @@ def _only_kinds(filters):
 # the times transcripts write with their own offset (``12:00:00.000+05:00``) or none at all stay text,
 # made UTC by strftime (always four digits of year and three of milliseconds, so ``stamps.pack`` takes it).
 _M_COLUMN = re.compile(r"\bm\.(\w+)")   # a column of ``messages m`` a statement names
+_NARROWING = re.compile(r"\bs\.project_path\b|\bm\.session = ")   # ``_filters``' project and session
 UTC_CREATED = ("(CASE WHEN typeof(m.created_at) = 'integer' THEN m.created_at "
                "ELSE chats_pack_time(strftime('%Y-%m-%dT%H:%M:%fZ', m.created_at)) END)")
 

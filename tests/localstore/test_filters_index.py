@@ -1,10 +1,10 @@
 """The index of the columns searches place and filter messages by (``messages_filters``, migration 0017).
 
 The statements that look messages up by id only to filter and place them read the narrow index instead of
-the table's wide rows when it holds every column they name (``LocalSearch._messages``): every such statement
-a search runs is answered from the index alone (SQLite's plan says so), and those under a role or a time
-do not name it; a journal without the index answers every search the same, and a journal from before the
-migration gets it (a big one not from the hook).
+the table's wide rows (``LocalSearch._messages``): every such statement a search runs reads its ``m`` from the
+index alone (SQLite's plan says so); under a role or a time beside a project the table is read after the
+project kept a row, and under a role or a time alone the table only; a journal without the index answers
+every search the same, and a journal from before the migration gets it (a big one not from the hook).
 """
 
 import apsw
@@ -28,6 +28,9 @@ SEARCHES = [
     ("docker port", "semantic", {"project_path": "/work/alpha"}),
     ("memory limit of the pod", "semantic", {}),
     ("flaky test", "semantic", {"role": "user", "since": "2026-01-02", "until": "2026-01-05"}),
+    ("docker port", "semantic", {"project_path": "/work/alpha", "since": "2026-01-02"}),
+    ("port already in use", "fulltext", {"project_path": "/work/alpha", "role": "assistant"}),
+    ("migration test", "hybrid", {"project_path": "/work/beta", "until": "2026-01-05"}),
     ("why does the migration fail", "hybrid", {"since": "2026-01-02", "until": "2026-01-05"}),
 ]
 
@@ -52,7 +55,7 @@ def test_every_statement_that_names_the_index_is_answered_from_it_alone(synced_j
         if f"INDEXED BY {INDEX}" in sql and not sql.startswith("EXPLAIN"):
             seen.append((sql, bindings))
         elif ("m.role = ?" in sql or "m.created_at" in sql) and "JOIN messages m ON m.id" in sql:
-            plain.append(sql)
+            plain.append(sql)   # a role's or a time's filter alone: the table, not the index and the table
         return True
 
     conn.exec_trace = trace
@@ -65,7 +68,11 @@ def test_every_statement_that_names_the_index_is_answered_from_it_alone(synced_j
     for sql, bindings in seen:
         plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings or ()).fetchall())
         assert f"COVERING INDEX {INDEX}" in plan, (sql, plan)
+        if "mt." in sql:   # a role or a time beside a project: the table read after the index's rows are kept
+            assert "s.project_path" in sql and "m.role" not in sql and "m.created_at" not in sql, sql
+            assert plan.index("SEARCH s USING") < plan.index("SEARCH mt USING INTEGER PRIMARY KEY"), plan
     assert plain   # a role's or a time's filter: read from the table, the index holds neither
+    assert any("mt." in sql for sql in shapes)
 
 
 def test_a_journal_without_the_index_answers_every_search_the_same(synced_journal):
