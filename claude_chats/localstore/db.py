@@ -359,7 +359,8 @@ NUMBER = number_of("?")   # ... of the id bound in its place
 # From a message ``m`` to its session's row ``s``, through its number ``n`` (``sessions`` is clustered on its id)
 SESSION_OF = "JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id"
 
-# The narrow index of the columns a search filters and places a message by (migration 0017)
+# The narrow index of the columns a search filters and places a message by (migration 0017; a migration that
+# writes ``messages`` again must make it again: ``LocalSearch`` names it in its statements)
 FILTERS_INDEX = "messages_filters"
 FILTERS_COLUMNS = frozenset(("id", "session", "seq", "kind", "copy"))
 

@@ -640,12 +640,13 @@ def _only_kinds(filters):
                 or not filters.include_subagents or filters.origin == "machine")
 
 
+_M_COLUMN = re.compile(r"\bm\.(\w+)")   # a column of ``messages m`` a statement names
+_NARROWING = re.compile(r"\bs\.project_path\b|\bm\.session = ")   # ``_filters``' project and session
+
 # A message's time as milliseconds since the epoch, comparable as numbers: Claude Code's own form
 # (``2026-01-01T07:00:00.000Z``) is stored so (``stamps``: journal migration 0015) and taken as it is;
 # the times transcripts write with their own offset (``12:00:00.000+05:00``) or none at all stay text,
 # made UTC by strftime (always four digits of year and three of milliseconds, so ``stamps.pack`` takes it).
-_M_COLUMN = re.compile(r"\bm\.(\w+)")   # a column of ``messages m`` a statement names
-_NARROWING = re.compile(r"\bs\.project_path\b|\bm\.session = ")   # ``_filters``' project and session
 UTC_CREATED = ("(CASE WHEN typeof(m.created_at) = 'integer' THEN m.created_at "
                "ELSE chats_pack_time(strftime('%Y-%m-%dT%H:%M:%fZ', m.created_at)) END)")
 
