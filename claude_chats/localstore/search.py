@@ -65,7 +65,7 @@ class LocalSearch:
         self._vec_tables = {}
         self._readers = {}
         self._helper = self._helper_failed = None   # the vector leg's connection (``_helper_search``)
-        self._narrow = db.has_filters_index(self.conn)   # (``_messages``)
+        self._schema = self._narrow = None   # the schema's version, and whether it has the filters' index
 
     @classmethod
     def open(cls, path=None):
@@ -478,13 +478,21 @@ class LocalSearch:
         keeps) if a project or a session narrows them first; else the table alone, as before (every row
         would be read twice)."""
         columns = set(_M_COLUMN.findall(where))
-        if not self._narrow or (columns - db.FILTERS_COLUMNS and not _NARROWING.search(where)):
+        if not self._has_filters_index() or (columns - db.FILTERS_COLUMNS and not _NARROWING.search(where)):
             return f"messages m ON m.id = {message_id} {db.SESSION_OF}", where
         joins = f"messages m INDEXED BY {db.FILTERS_INDEX} ON m.id = {message_id} {db.SESSION_OF}"
         if columns <= db.FILTERS_COLUMNS:
             return joins, where
         where = _M_COLUMN.sub(lambda c: ("m." if c.group(1) in db.FILTERS_COLUMNS else "mt.") + c.group(1), where)
         return f"{joins} CROSS JOIN messages mt ON mt.id = m.id", where   # (CROSS: SQLite keeps it last)
+
+    def _has_filters_index(self):
+        """Whether the journal has the filters' index, asked again when its schema changed (an index dropped
+        by hand under a running server: its searches read the table, not fail)."""
+        schema = self.conn.execute("PRAGMA schema_version").fetchall()[0][0]
+        if schema != self._schema:
+            self._schema, self._narrow = schema, db.has_filters_index(self.conn)
+        return self._narrow
 
     def _version(self):
         # data_version moves when another connection commits; total_changes when this one writes
