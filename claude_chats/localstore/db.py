@@ -360,7 +360,7 @@ NUMBER = number_of("?")   # ... of the id bound in its place
 SESSION_OF = "JOIN session_numbers n ON n.number = m.session JOIN sessions s ON s.id = n.session_id"
 
 # The narrow index of the columns a search filters and places a message by (migration 0017; a migration that
-# writes ``messages`` again must make it again: ``LocalSearch`` names it in its statements)
+# writes ``messages`` again keeps it: ``_swap`` makes a table's indexes again on the new one)
 FILTERS_INDEX = "messages_filters"
 FILTERS_COLUMNS = frozenset(("id", "session", "seq", "kind", "copy"))
 
