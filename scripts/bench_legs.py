@@ -8,7 +8,9 @@ the real model for queries), so its CPU competes with the search's as it does be
 step is timed by wrapping the method that does it: its time (summed over its calls in one search) and
 when it ended, from the search's start, as p50 over bench_scale's queries. Three passes, each warmed
 first: full text alone, semantic alone, hybrid (the query embedded and the vector leg run while the
-full-text leg runs). The step that ends last before ``fuse`` is the hybrid search's critical path.
+full-text leg runs). The step that ends last before ``fuse`` is the hybrid search's critical path. Each pass
+also says the CPU a search took, in this process and in the model's (its searches' CPU over their wall: how
+many of the machine's cores they kept busy; two busy cores mean only less work makes them faster).
 
     nice -n 5 .venv/bin/python scripts/bench_legs.py [--size 1000000] [--data /work/scale-data]
         [--rounds 3] [--code DIR] [--for-model] [--modes fulltext,semantic,hybrid] [--home DIR]
@@ -18,6 +20,7 @@ The journal is bench_scale's (``<data>/<size>/home-this``, made by ``bench_scale
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -87,10 +90,23 @@ def search_kwargs(filters):
     return kwargs
 
 
-def run_pass(searcher, spans, mode, rounds):
+def cpu_seconds(pid=None):
+    """CPU seconds (user and system) this process (``pid`` None) or process ``pid`` has used so far."""
+    if pid is None:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        return used.ru_utime + used.ru_stime
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_pass(searcher, spans, mode, rounds, model_pid, cpu):
+    """Each search's wall, its steps' (times, ends), its ``timings_ms``; ``cpu`` gets the pass's CPU per
+    search, this process's and the model's (``model_pid``), and the wall they were spent in."""
     walls, steps = [], defaultdict(lambda: ([], []))   # label -> (times, ends), one each a search
     timings = defaultdict(list)
     searcher.search("a first search of this mode", mode=mode)
+    own, model = cpu_seconds(), cpu_seconds(model_pid)
     for _ in range(rounds):
         for query, filters in bench_scale.QUERIES:
             spans.now.clear()
@@ -102,6 +118,8 @@ def run_pass(searcher, spans, mode, rounds):
             for label, seen in list(spans.now.items()):
                 steps[label][0].append(sum(end - start for start, end in seen) * 1e3)
                 steps[label][1].append((max(end for _, end in seen) - started) * 1e3)
+    cpu.update(own=(cpu_seconds() - own) * 1e3 / len(walls), model=(cpu_seconds(model_pid) - model) * 1e3 / len(walls),
+               wall=statistics.mean(walls))
     return walls, steps, timings
 
 
@@ -142,10 +160,13 @@ def main():
         searcher = stores.open_searcher(use_postgres=False, for_model=args.for_model)
         try:
             for mode in args.modes.split(","):
-                walls, steps, timings = run_pass(searcher, spans, mode, args.rounds)
+                cpu = {}
+                walls, steps, timings = run_pass(searcher, spans, mode, args.rounds, model.pid, cpu)
                 print(f"\n{mode}: wall p50 {statistics.median(walls):.1f} ms, mean {statistics.mean(walls):.1f}; "
                       + ", ".join(f"timings_ms.{k} p50 {statistics.median(v):.1f}" for k, v in timings.items())
                       + f"; load {bench_scale.load()}")
+                print(f"  CPU a search: this process {cpu['own']:.1f} ms, the model's {cpu['model']:.1f} ms: "
+                      f"{(cpu['own'] + cpu['model']) / cpu['wall']:.2f} of {os.cpu_count()} cores busy over the mean wall")
                 print(f"  {'step':42} {'searches':>8} {'time p50':>9} {'ends p50':>9}")
                 for _module, _owner, _name, label in STEPS:
                     if label in steps:
