@@ -351,3 +351,62 @@ def test_a_statement_timeout_on_the_second_connection_is_the_searchs(pg_synced_j
             pg.candidates(plan)
         locker.rollback()
     assert pg._helper is not None and pg.candidates(plan)   # both connections kept
+
+
+def _work_mem_bytes(conn):
+    return conn.execute("SELECT pg_size_bytes(current_setting('work_mem'))").fetchone()[0]
+
+
+def test_a_searchers_session_gets_work_mem_for_an_exact_bitmap(pg_synced_journal, pg_db_url):
+    """A searcher's sessions get enough work_mem that a full-text bitmap of the messages stays exact (a
+    lossy one checks every row of its pages again: at 1M messages an identifier's search took 1.5x as
+    long): at least SEARCH_WORK_MEM_MIN_MB over a server's 64 kB, and a server's larger setting is kept."""
+    import psycopg
+
+    from claude_chats.pgstore import search as pgsearch
+
+    name = psycopg.conninfo.conninfo_to_dict(pg_db_url)["dbname"]
+    with psycopg.connect(pg_db_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {name} SET work_mem = '64kB'")
+        assert _work_mem_bytes(psycopg.connect(pg_db_url, autocommit=True)) == 64 << 10
+    backend = open_search(pg_db_url)
+    try:
+        assert _work_mem_bytes(backend.conn) == pgsearch.SEARCH_WORK_MEM_MIN_MB << 20
+        helper = backend._helper_conn()   # the hybrid search's second connection, set up the same way
+        assert helper is not None and _work_mem_bytes(helper) == pgsearch.SEARCH_WORK_MEM_MIN_MB << 20
+        assert backend.candidates(_hybrid_plan(backend))   # and a search runs with it
+    finally:
+        backend.close()
+    with psycopg.connect(pg_db_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {name} SET work_mem = '200MB'")
+    backend = open_search(pg_db_url)
+    try:
+        assert _work_mem_bytes(backend.conn) == 200 << 20
+    finally:
+        backend.close()
+
+
+def test_work_mem_grows_with_the_messages_pages(pg_synced_journal, pg_db_url, monkeypatch):
+    """The bitmap's share grows with ``messages``' pages (as the last VACUUM or ANALYZE counted them), up to
+    SEARCH_WORK_MEM_MAX_MB."""
+    import psycopg
+
+    from claude_chats.pgstore import search as pgsearch
+
+    with psycopg.connect(pg_db_url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE messages")
+        pages = conn.execute("SELECT relpages FROM pg_class WHERE relname = 'messages'").fetchone()[0]
+    assert pages > 0
+    monkeypatch.setattr(pgsearch, "SEARCH_WORK_MEM_MIN_MB", 0)
+    monkeypatch.setattr(pgsearch, "SEARCH_BITMAP_BYTES_PER_PAGE", (1 << 30) // pages)   # 1 GB: over the most
+    backend = open_search(pg_db_url)
+    try:
+        assert _work_mem_bytes(backend.conn) == pgsearch.SEARCH_WORK_MEM_MAX_MB << 20
+    finally:
+        backend.close()
+    monkeypatch.setattr(pgsearch, "SEARCH_BITMAP_BYTES_PER_PAGE", (40 << 20) // pages)   # between the least and the most
+    backend = open_search(pg_db_url)
+    try:
+        assert _work_mem_bytes(backend.conn) == (pgsearch.SEARCH_BITMAP_BYTES_PER_PAGE * pages) // 1024 * 1024
+    finally:
+        backend.close()
