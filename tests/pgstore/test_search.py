@@ -410,3 +410,51 @@ def test_work_mem_grows_with_the_messages_pages(pg_synced_journal, pg_db_url, mo
         assert _work_mem_bytes(backend.conn) == (pgsearch.SEARCH_BITMAP_BYTES_PER_PAGE * pages) // 1024 * 1024
     finally:
         backend.close()
+
+
+PHRASES = ["port_5432", "flaky_migration", "rollback_migration schema_migration", "schema_migration",
+           "migration_test deadlock", "rollback_migration port_5432 useEffect"]
+
+
+@pytest.mark.parametrize("match_rows", [2000, 5])
+@pytest.mark.parametrize("filtered", [False, True])
+def test_a_phrase_is_matched_by_the_ids_its_count_found(pg_synced_journal, pg_db_url, monkeypatch, match_rows,
+                                                        filtered):
+    """A word the parser splits (an identifier: 'port' <-> '5432') is checked against every message holding
+    its words, once to count it and once to rank it; the count lists the ids, and the leg matches on them:
+    the same candidates, scores and order as matching the phrase again, and the phrase's order is not
+    checked twice. A phrase with more matches than the count lists (``match_rows`` 5: "schema_migration"
+    is in 30 messages) is matched as before."""
+    from claude_chats.pgstore import search as pgsearch
+
+    backend = open_search(pg_db_url, match_rows=match_rows)
+    statements = []
+    rows = backend._rows
+
+    def recording(sql, params=None):
+        statements.append((sql, params))
+        return rows(sql, params)
+
+    monkeypatch.setattr(backend, "_rows", recording)
+    real = pgsearch.PgSearch._matches
+    try:
+        for query in PHRASES:
+            request = Request.build(query, per_session=0, **({"project_path": "/work/alpha"} if filtered else {}))
+            plan = Plan(request.query, ("fulltext",), request.filters, None, None, 40,
+                        {"fulltext": 60, "semantic": 60}, "any", {"fulltext": 1.0, "semantic": 0.5})
+            statements.clear()
+            found = _as_rows(backend.candidates(plan))
+            ranked = statements[-1]
+            listed = [ids for _q, _count, ids in backend._terms(plan)[0] if ids is not None]
+            complete = [ids for ids in listed if len(ids) <= match_rows]
+            assert ("::uuid[]" in ranked[0]) == bool(complete), query
+            if complete:
+                assert any(p == ids for p in ranked[1].values() for ids in complete)
+            monkeypatch.setattr(pgsearch.PgSearch, "_matches",
+                                lambda self, terms, match, params: real(self, [(q, c, None) for q, c, _ in terms],
+                                                                        match, params))
+            again = _as_rows(backend.candidates(plan))
+            monkeypatch.setattr(pgsearch.PgSearch, "_matches", real)
+            assert found == again and (found or query == "migration_test deadlock"), query
+    finally:
+        backend.close()
