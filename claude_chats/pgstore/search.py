@@ -89,7 +89,7 @@ WITH words AS (
            unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
     WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'content_tsv'
 ), counted AS MATERIALIZED (
-    SELECT i, q, phrase, CASE WHEN phrase THEN (SELECT coalesce(array_agg(id), '{}') FROM (
+    SELECT i, q, phrase, CASE WHEN phrase AND %(listed)s THEN (SELECT coalesce(array_agg(id), '{}') FROM (
                SELECT id FROM messages WHERE content_tsv @@ q LIMIT %(cap)s) capped) END AS ids
     FROM (SELECT i, q, cardinality(lexemes) > 1 AS phrase FROM words WHERE numnode(q) > 0) w
 )
@@ -428,7 +428,9 @@ class PgSearch:
         else:
             words = any_words(plan.text)
         total = self._text_stats()[0]
-        rows = self._rows(_TERMS, {"words": words, "cap": self.match_rows + 1, "total": total}) if words else []
+        # (a web-search query matches its own expression, negations included: its phrases' ids are not listed)
+        rows = self._rows(_TERMS, {"words": words, "cap": self.match_rows + 1, "total": total,
+                                   "listed": plan.match != "all"}) if words else []
         if plan.match == "any" and len(rows) > 1:
             return selective(rows, [count for _, count, _ids in rows], total, self.match_rows)
         return rows, "any"

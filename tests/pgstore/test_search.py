@@ -458,3 +458,19 @@ def test_a_phrase_is_matched_by_the_ids_its_count_found(pg_synced_journal, pg_db
             assert found == again and (found or query == "migration_test deadlock"), query
     finally:
         backend.close()
+
+
+def test_a_web_search_phrase_is_matched_by_its_expression(pg_synced_journal, pg_db_url):
+    """A web-search query (``match`` "all": quotes, negations) matches its own expression: its phrases'
+    ids are not listed, and a negation still takes messages out."""
+    backend = open_search(pg_db_url)
+    try:
+        request = Request.build('"rollback migration" -index', per_session=0)
+        plan = Plan(request.query, ("fulltext",), request.filters, None, None, 40,
+                    {"fulltext": 60, "semantic": 60}, "all", {"fulltext": 1.0, "semantic": 0.5}, 0)   # no lending
+        assert all(ids is None for _q, _count, ids in backend._terms(plan)[0])
+        keys = {c.key for c in backend.candidates(plan)}
+        texts = {row["content"] for row in backend.hydrate(list(keys)).values()}
+        assert texts == {"great, please also check the rollback migration"}
+    finally:
+        backend.close()
