@@ -95,8 +95,7 @@ def cpu_seconds(pid=None):
     if pid is None:
         used = resource.getrusage(resource.RUSAGE_SELF)
         return used.ru_utime + used.ru_stime
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+    fields = bench_scale.proc_stat(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -661,16 +661,20 @@ def fig_pg(ctx, label, env):
         shutil.rmtree(copy, ignore_errors=True)
 
 
+def proc_stat(pid):
+    """The fields of ``/proc/<pid>/stat`` after the process's name: [11] utime, [12] stime, [13] cutime,
+    [14] cstime, in clock ticks (``os.sysconf("SC_CLK_TCK")``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()
+
+
 def server_cpu(url):
     """CPU seconds the Postgres server behind ``url`` has used, when it runs on this machine: its
     postmaster's own and its exited children's, and each live child's (backends, writers); 0.0 when its
     processes cannot be read (another machine, another user)."""
     import psycopg
     tick = os.sysconf("SC_CLK_TCK")
-
-    def stat(pid):
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()
+    stat = proc_stat
     try:
         with psycopg.connect(url) as conn:   # the backend's parent read while it lives: once closed, it exits
             postmaster = int(stat(conn.execute("SELECT pg_backend_pid()").fetchone()[0])[1])

@@ -71,6 +71,13 @@ BM25_K1, BM25_B = 1.2, 0.75   # FTS5's
 SEARCH_BITMAP_BYTES_PER_PAGE = 128
 SEARCH_WORK_MEM_MIN_MB = 8
 SEARCH_WORK_MEM_MAX_MB = 64
+# The setting (relpages: as of the table's last VACUUM or ANALYZE; -1 before the first, 0 for an empty table)
+_WORK_MEM = """
+SELECT set_config('work_mem', (greatest(
+    pg_size_bytes(current_setting('work_mem')),
+    least(%(most)s::bigint, greatest(%(least)s::bigint, %(per_page)s::bigint * greatest(
+        coalesce((SELECT relpages FROM pg_class WHERE oid = to_regclass('messages')), 0), 0)))) / 1024)::text || 'kB',
+    false)"""
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
 # Each word's tsquery and how many messages hold it: the planner's statistics (ANALYZE's most common
@@ -405,12 +412,13 @@ class PgSearch:
         """The SQL condition a message of the leg meets: it holds any (``match`` "any") or every term. A
         phrase whose every match ``_TERMS`` listed (fewer than its cap) is matched by those ids, which is
         the same set: its candidates are not read again to check the words' order."""
-        if not any(ids is not None and len(ids) <= self.match_rows for _q, _count, ids in terms):
+        listed = [ids if ids is not None and len(ids) <= self.match_rows else None for _q, _count, ids in terms]
+        if all(ids is None for ids in listed):
             params["any"] = (" | " if match == "any" else " & ").join(f"({q})" for q, _count, _ids in terms)
             return "m.content_tsv @@ %(any)s::tsquery"
         conditions = []
-        for i, (_query, _count, ids) in enumerate(terms):
-            if ids is not None and len(ids) <= self.match_rows:
+        for i, ids in enumerate(listed):
+            if ids is not None:
                 params[f"ids{i}"] = ids
                 conditions.append(f"m.id = ANY(%(ids{i})s::uuid[])")
             else:
@@ -663,15 +671,6 @@ def _configured(conn, url):
         conn.close()
         raise
     return conn
-
-
-# (relpages: as of the table's last VACUUM or ANALYZE; -1 before the first, 0 for an empty table)
-_WORK_MEM = """
-SELECT set_config('work_mem', (greatest(
-    pg_size_bytes(current_setting('work_mem')),
-    least(%(most)s::bigint, greatest(%(least)s::bigint, %(per_page)s::bigint * greatest(
-        coalesce((SELECT relpages FROM pg_class WHERE oid = to_regclass('messages')), 0), 0)))) / 1024)::text || 'kB',
-    false)"""
 
 
 def _try(conn, sql):

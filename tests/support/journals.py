@@ -203,8 +203,8 @@ def hash_embedder():
 # The kept lines put back in the layout journal migration 0012 found them in (a session id in each row), for
 # the tests of a journal from before it
 # The messages and kept lines in the layout journal migration 0015 found them in (a session id in each
-# message, no number; times as TEXT; no index of the filters, 0017): run with ``db._run_script`` (its ``-- swap``), outside a transaction (the
-# foreign keys are off meanwhile)
+# message, no number; times as TEXT; no index of the filters, 0017): run with ``db._run_script`` (its
+# ``-- swap``), outside a transaction (the foreign keys are off meanwhile)
 OLD_NUMBERS_AND_TIMES = """
 PRAGMA foreign_keys = OFF;
 DROP INDEX IF EXISTS messages_filters;
